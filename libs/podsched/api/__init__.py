@@ -1,0 +1,1 @@
+"""Kubernetes object model: typed objects, quantities, manifests and API errors."""

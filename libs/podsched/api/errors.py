@@ -1,0 +1,110 @@
+"""API errors with Kubernetes' reasons and kubectl's wording.
+
+Every rejection names the object and the field. The gRPC layer maps `reason` to a status code
+(Invalid/BadRequest -> INVALID_ARGUMENT, Forbidden -> PERMISSION_DENIED or FAILED_PRECONDITION,
+AlreadyExists -> ALREADY_EXISTS, NotFound -> NOT_FOUND); the CLI prints `kubectl_message()`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+REASON_INVALID = "Invalid"
+REASON_BAD_REQUEST = "BadRequest"
+REASON_FORBIDDEN = "Forbidden"
+REASON_ALREADY_EXISTS = "AlreadyExists"
+REASON_NOT_FOUND = "NotFound"
+REASON_CONFLICT = "Conflict"
+
+# Resource (plural) names as the API server prints them, per kind.
+RESOURCE_NAMES = {
+    "Node": "nodes",
+    "Pod": "pods",
+    "PriorityClass": "priorityclasses.scheduling.k8s.io",
+    "PodDisruptionBudget": "poddisruptionbudgets.policy",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One invalid field: `path` like `spec.containers[0].resources.requests[cpu]`."""
+
+    path: str
+    detail: str
+    value: object = None
+    kind: str = "Invalid value"  # also "Required value", "Unsupported value", "Forbidden", ...
+
+    def __str__(self) -> str:
+        if self.kind == "Required value":
+            return f"{self.path}: Required value" + (f": {self.detail}" if self.detail else "")
+        if self.kind == "Forbidden":
+            return f"{self.path}: Forbidden: {self.detail}"
+        if self.value is None:
+            return f"{self.path}: {self.kind}: {self.detail}"
+        # Only the bad value is quoted (Go's %q); details such as upstream's regex hints keep their
+        # own single quotes: "... '-' or '.', and must start and end with an alphanumeric character".
+        body = f"{self.path}: {self.kind}: {format_bad_value(self.value)}"
+        return body + (f": {self.detail}" if self.detail else "")
+
+
+def format_bad_value(value: object) -> str:
+    """Render a rejected value as apimachinery's field.Error does: strings quoted like Go's %q,
+    numbers bare, booleans as `true`/`false`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+@dataclass(eq=False)
+class ApiError(Exception):
+    """A rejected request. `kind`/`namespace`/`name` identify the object, `reason` the class of error."""
+
+    reason: str
+    kind: str
+    name: str
+    message: str
+    namespace: str = ""
+    field_errors: list[FieldError] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        Exception.__init__(self, self.kubectl_message())
+
+    @property
+    def resource(self) -> str:
+        return RESOURCE_NAMES.get(self.kind, self.kind.lower() + "s" if self.kind else "objects")
+
+    def kubectl_message(self) -> str:
+        """The line kubectl prints, e.g.
+        `Error from server (Forbidden): pods "p" is forbidden: no PriorityClass with name foo was found`."""
+        return f"Error from server ({self.reason}): {self.message}"
+
+    @staticmethod
+    def invalid(kind: str, name: str, errors: list[FieldError], namespace: str = "") -> ApiError:
+        shown_kind = kind or "Object"
+        details = ", ".join(str(error) for error in errors)
+        message = f'{shown_kind} "{name}" is invalid: ' + (
+            f"[{details}]" if len(errors) > 1 else details
+        )
+        return ApiError(REASON_INVALID, kind, name, message, namespace, list(errors))
+
+    @staticmethod
+    def forbidden(kind: str, name: str, detail: str, namespace: str = "") -> ApiError:
+        resource = RESOURCE_NAMES.get(kind, kind.lower() + "s")
+        return ApiError(REASON_FORBIDDEN, kind, name, f'{resource} "{name}" is forbidden: {detail}', namespace)
+
+    @staticmethod
+    def already_exists(kind: str, name: str, namespace: str = "") -> ApiError:
+        resource = RESOURCE_NAMES.get(kind, kind.lower() + "s")
+        return ApiError(REASON_ALREADY_EXISTS, kind, name, f'{resource} "{name}" already exists', namespace)
+
+    @staticmethod
+    def not_found(kind: str, name: str, namespace: str = "") -> ApiError:
+        resource = RESOURCE_NAMES.get(kind, kind.lower() + "s")
+        return ApiError(REASON_NOT_FOUND, kind, name, f'{resource} "{name}" not found', namespace)
+
+    @staticmethod
+    def bad_request(kind: str, name: str, detail: str, namespace: str = "") -> ApiError:
+        return ApiError(REASON_BAD_REQUEST, kind, name, detail, namespace)

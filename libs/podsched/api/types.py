@@ -1,0 +1,396 @@
+"""Typed Kubernetes objects: the subset of v1 Node/Pod, scheduling/v1 PriorityClass and policy/v1
+PodDisruptionBudget that scheduling reads.
+
+Objects are treated as values: a state change makes a new object with `dataclasses.replace`
+(copy-on-write), so a scheduler snapshot holding the old object never sees a half-applied change.
+Each object keeps the manifest it was decoded from (`source`) so that fields the scheduler does not
+model are echoed back unchanged by `podsched get -o yaml`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Well-known names, declared once.
+KIND_NODE = "Node"
+KIND_POD = "Pod"
+KIND_PRIORITY_CLASS = "PriorityClass"
+KIND_PDB = "PodDisruptionBudget"
+
+PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
+PREEMPT_NEVER = "Never"
+
+POD_PENDING = "Pending"
+POD_RUNNING = "Running"
+POD_SUCCEEDED = "Succeeded"
+POD_FAILED = "Failed"
+
+CONDITION_POD_SCHEDULED = "PodScheduled"
+CONDITION_DISRUPTION_TARGET = "DisruptionTarget"
+REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
+REASON_UNSCHEDULABLE = "Unschedulable"
+
+TAINT_NO_SCHEDULE = "NoSchedule"
+TAINT_PREFER_NO_SCHEDULE = "PreferNoSchedule"
+TAINT_NO_EXECUTE = "NoExecute"
+
+DO_NOT_SCHEDULE = "DoNotSchedule"
+SCHEDULE_ANYWAY = "ScheduleAnyway"
+
+DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+RESOURCE_CPU = "cpu"
+RESOURCE_MEMORY = "memory"
+RESOURCE_EPHEMERAL_STORAGE = "ephemeral-storage"
+RESOURCE_PODS = "pods"
+
+
+@dataclass(slots=True)
+class ObjectMeta:
+    name: str
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
+    creation_timestamp: float | None = None  # seconds since the epoch (simulated or real clock)
+    deletion_timestamp: float | None = None
+    resource_version: int = 0
+
+
+@dataclass(slots=True)
+class Resource:
+    """framework.Resource: what a pod requests or a node offers, in canonical integer units
+    (CPU in millicores, memory and storage in bytes, everything else as a count)."""
+
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    allowed_pod_number: int = 0
+    scalar: dict[str, int] = field(default_factory=dict)
+
+    def copy(self) -> Resource:
+        return Resource(
+            self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, dict(self.scalar)
+        )
+
+    def add(self, other: Resource) -> None:
+        self.milli_cpu += other.milli_cpu
+        self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        self.allowed_pod_number += other.allowed_pod_number
+        for name, value in other.scalar.items():
+            self.scalar[name] = self.scalar.get(name, 0) + value
+
+    def sub(self, other: Resource) -> None:
+        self.milli_cpu -= other.milli_cpu
+        self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        self.allowed_pod_number -= other.allowed_pod_number
+        for name, value in other.scalar.items():
+            self.scalar[name] = self.scalar.get(name, 0) - value
+
+    def get(self, name: str) -> int:
+        if name == RESOURCE_CPU:
+            return self.milli_cpu
+        if name == RESOURCE_MEMORY:
+            return self.memory
+        if name == RESOURCE_EPHEMERAL_STORAGE:
+            return self.ephemeral_storage
+        if name == RESOURCE_PODS:
+            return self.allowed_pod_number
+        return self.scalar.get(name, 0)
+
+
+# --- selectors -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelectorRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    match_labels: tuple[tuple[str, str], ...] = ()
+    match_expressions: tuple[LabelSelectorRequirement, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.match_labels and not self.match_expressions
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorRequirement:
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist, Gt, Lt
+    values: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSelectorTerm:
+    match_expressions: tuple[NodeSelectorRequirement, ...] = ()
+    match_fields: tuple[NodeSelectorRequirement, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredSchedulingTerm:
+    weight: int
+    preference: NodeSelectorTerm
+
+
+@dataclass(frozen=True, slots=True)
+class NodeAffinity:
+    required: tuple[NodeSelectorTerm, ...] | None = None  # None: no requirement; () matches nothing
+    preferred: tuple[PreferredSchedulingTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinityTerm:
+    topology_key: str
+    label_selector: LabelSelector | None = None
+    namespaces: tuple[str, ...] = ()
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: tuple[str, ...] = ()
+    mismatch_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedPodAffinityTerm:
+    weight: int
+    term: PodAffinityTerm
+
+
+@dataclass(frozen=True, slots=True)
+class PodAffinity:
+    required: tuple[PodAffinityTerm, ...] = ()
+    preferred: tuple[WeightedPodAffinityTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Affinity:
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal or Exists
+    value: str = ""
+    effect: str = ""  # empty matches every effect
+    toleration_seconds: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    effect: str
+    value: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class TopologySpreadConstraint:
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str = "Honor"
+    node_taints_policy: str = "Ignore"
+    match_label_keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerPort:
+    container_port: int
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    name: str
+    requests: tuple[tuple[str, int], ...] = ()  # canonical units, see Resource
+    ports: tuple[ContainerPort, ...] = ()
+    restart_policy: str = ""  # "Always" marks a sidecar init container
+
+
+@dataclass(frozen=True, slots=True)
+class PodCondition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: float | None = None
+
+
+# --- objects -------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PodSpec:
+    containers: tuple[Container, ...] = ()
+    init_containers: tuple[Container, ...] = ()
+    overhead: tuple[tuple[str, int], ...] = ()
+    node_name: str = ""
+    node_selector: dict[str, str] = field(default_factory=dict)
+    affinity: Affinity | None = None
+    tolerations: tuple[Toleration, ...] = ()
+    topology_spread_constraints: tuple[TopologySpreadConstraint, ...] = ()
+    priority_class_name: str = ""
+    priority: int | None = None
+    preemption_policy: str | None = None
+    termination_grace_period_seconds: int = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+
+
+@dataclass(slots=True)
+class PodStatus:
+    phase: str = POD_PENDING
+    nominated_node_name: str = ""
+    start_time: float | None = None
+    conditions: tuple[PodCondition, ...] = ()
+
+
+@dataclass(slots=True)
+class Pod:
+    metadata: ObjectMeta
+    spec: PodSpec = field(default_factory=PodSpec)
+    status: PodStatus = field(default_factory=PodStatus)
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # Derived once from the spec (see framework.resource.compute_pod_requests).
+    _requests: Resource | None = field(default=None, compare=False, repr=False)
+
+    kind = KIND_POD
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace
+
+    @property
+    def uid(self) -> str:
+        return self.metadata.uid
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.metadata.namespace, self.metadata.name)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.metadata.labels
+
+    @property
+    def priority(self) -> int:
+        """corev1helpers.PodPriority: an unset priority counts as 0."""
+        return self.spec.priority if self.spec.priority is not None else 0
+
+    @property
+    def is_terminating(self) -> bool:
+        return self.metadata.deletion_timestamp is not None
+
+    def condition(self, condition_type: str) -> PodCondition | None:
+        for condition in self.status.conditions:
+            if condition.type == condition_type:
+                return condition
+        return None
+
+
+@dataclass(slots=True)
+class NodeSpec:
+    unschedulable: bool = False
+    taints: tuple[Taint, ...] = ()
+
+
+@dataclass(slots=True)
+class NodeStatus:
+    capacity: Resource = field(default_factory=Resource)
+    allocatable: Resource = field(default_factory=Resource)
+
+
+@dataclass(slots=True)
+class Node:
+    metadata: ObjectMeta
+    spec: NodeSpec = field(default_factory=NodeSpec)
+    status: NodeStatus = field(default_factory=NodeStatus)
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    kind = KIND_NODE
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return ("", self.metadata.name)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.metadata.labels
+
+
+@dataclass(slots=True)
+class PriorityClass:
+    metadata: ObjectMeta
+    value: int
+    global_default: bool = False
+    description: str = ""
+    preemption_policy: str = PREEMPT_LOWER_PRIORITY
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    kind = KIND_PRIORITY_CLASS
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return ("", self.metadata.name)
+
+
+@dataclass(slots=True)
+class PodDisruptionBudgetStatus:
+    current_healthy: int = 0
+    desired_healthy: int = 0
+    disruptions_allowed: int = 0
+    expected_pods: int = 0
+    disrupted_pods: dict[str, float] = field(default_factory=dict)  # pod name -> eviction time
+
+
+@dataclass(slots=True)
+class PodDisruptionBudget:
+    metadata: ObjectMeta
+    selector: LabelSelector | None = None
+    min_available: int | str | None = None  # int or "NN%"
+    max_unavailable: int | str | None = None
+    status: PodDisruptionBudgetStatus = field(default_factory=PodDisruptionBudgetStatus)
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    kind = KIND_PDB
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.metadata.namespace, self.metadata.name)
+
+
+ApiObject = Node | Pod | PriorityClass | PodDisruptionBudget

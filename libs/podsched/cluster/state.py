@@ -1,0 +1,562 @@
+"""The cluster: objects, admission, node state and the binder's placement semantics.
+
+`Cluster` is the single writer of placement decisions. It
+  * admits objects (validation, PriorityClass rules, priority admission) and rejects bad ones
+    without changing anything;
+  * binds pods, refusing a bind that would overcommit a node (requests of bound *and terminating*
+    pods never exceed allocatable) or bind a pod twice;
+  * evicts preemption victims the way kube-scheduler does: DisruptionTarget condition with reason
+    PreemptionByScheduler, then a graceful delete that keeps the victim's resources on the node
+    for terminationGracePeriodSeconds;
+  * sets and clears status.nominatedNodeName;
+  * plays the node agent: bound pods become Running, terminating pods go away when their grace
+    period ends;
+  * records Kubernetes Events and keeps PodDisruptionBudget status current.
+
+Every change is reported to listeners as a `Change`, which the scheduler queue turns into cluster
+events and the services turn into Kafka records.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from podsched.admission.priority import (
+    admit_pod,
+    admit_pod_update,
+    builtin_priority_classes,
+    check_global_default,
+    validate_priority_class,
+    validate_priority_class_update,
+)
+from podsched.api.errors import ApiError, FieldError
+from podsched.api.labels import selector_matches
+from podsched.api.types import (
+    CONDITION_DISRUPTION_TARGET,
+    CONDITION_POD_SCHEDULED,
+    KIND_NODE,
+    KIND_PDB,
+    KIND_POD,
+    KIND_PRIORITY_CLASS,
+    POD_FAILED,
+    POD_PENDING,
+    POD_RUNNING,
+    REASON_PREEMPTION_BY_SCHEDULER,
+    REASON_UNSCHEDULABLE,
+    ApiObject,
+    Node,
+    Pod,
+    PodCondition,
+    PodDisruptionBudget,
+    PodDisruptionBudgetStatus,
+    PriorityClass,
+)
+from podsched.cluster import events as ev
+from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
+from podsched.framework.resource import pod_requests
+from podsched.plugins.node_resources import fits_request
+
+CREATED = "created"
+CONFIGURED = "configured"
+UNCHANGED = "unchanged"
+DELETED = "deleted"
+
+# Change types reported to listeners.
+ADDED = "ADDED"
+MODIFIED = "MODIFIED"
+REMOVED = "DELETED"
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One state change: `old` is None for an add, `new` is None for a removal."""
+
+    type: str
+    kind: str
+    old: ApiObject | None
+    new: ApiObject | None
+
+
+@dataclass(frozen=True, slots=True)
+class BindError(Exception):
+    """A bind the binder refused; `reason` is one of the constants below."""
+
+    reason: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+BIND_ALREADY_BOUND = "AlreadyBound"
+BIND_NODE_NOT_FOUND = "NodeNotFound"
+BIND_POD_NOT_FOUND = "PodNotFound"
+BIND_WOULD_OVERCOMMIT = "WouldOvercommit"
+BIND_POD_TERMINATING = "PodTerminating"
+
+
+def _with_condition(pod: Pod, condition: PodCondition) -> tuple[PodCondition, ...]:
+    kept = tuple(c for c in pod.status.conditions if c.type != condition.type)
+    return (*kept, condition)
+
+
+def ref(obj: ApiObject) -> ev.ObjectReference:
+    namespace = obj.metadata.namespace if obj.kind in (KIND_POD, KIND_PDB) else ""
+    return ev.ObjectReference(obj.kind, namespace, obj.metadata.name, obj.metadata.uid)
+
+
+class Cluster:
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        uid_factory: Callable[[], str] | None = None,
+        start_pods_immediately: bool = True,
+    ) -> None:
+        self.clock = clock
+        counter = itertools.count(1)
+        self.new_uid = uid_factory or (lambda: f"{next(counter):08x}-0000-4000-8000-000000000000")
+        # The simulated node agent starts bound pods at once; the services' agent may lag.
+        self.start_pods_immediately = start_pods_immediately
+        self.nodes: dict[str, Node] = {}
+        self.pods: dict[tuple[str, str], Pod] = {}
+        self.pods_by_uid: dict[str, Pod] = {}
+        self.priority_classes: dict[str, PriorityClass] = {}
+        self.pdbs: dict[tuple[str, str], PodDisruptionBudget] = {}
+        self.node_infos: dict[str, NodeInfo] = {}
+        self.history: dict[str, Pod] = {}  # uid -> last version of every pod ever created
+        self.events: list[ev.Event] = []
+        self.listeners: list[Callable[[Change], None]] = []
+        self._resource_version = itertools.count(1)
+        self._terminations: dict[str, float] = {}  # uid -> time the pod is removed
+        self._dirty_pdb_namespaces: set[str] = set()
+        for priority_class in builtin_priority_classes():
+            self._store_priority_class(None, priority_class, notify=False)
+
+    # --- plumbing -----------------------------------------------------------------------------
+
+    def _notify(self, change: Change) -> None:
+        for listener in self.listeners:
+            listener(change)
+
+    def _stamp(self, obj: Any) -> None:
+        obj.metadata.resource_version = next(self._resource_version)
+
+    def record(
+        self,
+        involved: ApiObject,
+        type_: str,
+        reason: str,
+        message: str,
+        controller: str = ev.SCHEDULER_CONTROLLER,
+        action: str = "",
+        related: ApiObject | None = None,
+    ) -> ev.Event:
+        """Record an Event; a repeat of the object's last event (same reason and message) only bumps
+        its count, as the Kubernetes event recorder does."""
+        now = self.clock()
+        involved_ref = ref(involved)
+        for previous in reversed(self.events[-50:]):
+            if previous.involved_object.uid == involved_ref.uid:
+                if previous.reason == reason and previous.message == message:
+                    previous.count += 1
+                    previous.last_time = now
+                    return previous
+                break
+        event = ev.Event(
+            type_, reason, message, involved_ref, now, controller, action,
+            ref(related) if related is not None else None, 1, now, len(self.events),
+        )
+        self.events.append(event)
+        return event
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(self.node_infos.values())
+
+    def pdb_list(self) -> list[PodDisruptionBudget]:
+        self.refresh_pdb_status()
+        return list(self.pdbs.values())
+
+    def get_pod(self, namespace: str, name: str) -> Pod | None:
+        return self.pods.get((namespace, name))
+
+    def pending_pods(self) -> list[Pod]:
+        return [p for p in self.pods.values() if not p.spec.node_name and p.status.phase == POD_PENDING]
+
+    # --- apply / delete -----------------------------------------------------------------------
+
+    def apply(self, obj: ApiObject) -> tuple[str, ApiObject]:
+        """Create or update one decoded, validated object. Returns (action, stored object).
+        Raises ApiError and changes nothing if the object is not admitted."""
+        if isinstance(obj, PriorityClass):
+            return self._apply_priority_class(obj)
+        if isinstance(obj, Node):
+            return self._apply_node(obj)
+        if isinstance(obj, PodDisruptionBudget):
+            return self._apply_pdb(obj)
+        return self._apply_pod(obj)
+
+    def _new_meta(self, obj: Any, old: Any | None) -> None:
+        meta = obj.metadata
+        if old is not None:
+            meta.uid = old.metadata.uid
+            meta.creation_timestamp = old.metadata.creation_timestamp
+        else:
+            meta.uid = meta.uid or self.new_uid()
+            meta.creation_timestamp = self.clock()
+        self._stamp(obj)
+
+    def _store_priority_class(self, old: PriorityClass | None, new: PriorityClass, notify: bool = True) -> None:
+        self._new_meta(new, old)
+        self.priority_classes[new.name] = new
+        if notify:
+            self._notify(Change(MODIFIED if old else ADDED, KIND_PRIORITY_CLASS, old, new))
+
+    def _apply_priority_class(self, pc: PriorityClass) -> tuple[str, ApiObject]:
+        old = self.priority_classes.get(pc.name)
+        validate_priority_class(pc)
+        if old is not None:
+            validate_priority_class_update(old, pc)
+            if (old.value, old.global_default, old.description, old.preemption_policy) == (
+                pc.value, pc.global_default, pc.description, pc.preemption_policy,
+            ):
+                return UNCHANGED, old
+        check_global_default(self.priority_classes.values(), pc)
+        self._store_priority_class(old, pc)
+        return (CONFIGURED if old else CREATED), pc
+
+    def _apply_node(self, node: Node) -> tuple[str, ApiObject]:
+        old = self.nodes.get(node.name)
+        if old is not None and (old.metadata.labels, old.spec, old.status) == (
+            node.metadata.labels, node.spec, node.status,
+        ):
+            return UNCHANGED, old
+        self._new_meta(node, old)
+        self.nodes[node.name] = node
+        if old is None:
+            info = NodeInfo(node)
+            self.node_infos[node.name] = info
+            # Pods created earlier with this nodeName (already placed) now land on it.
+            for pod in self.pods.values():
+                if pod.spec.node_name == node.name and pod.status.phase != POD_FAILED:
+                    info.add_pod(PodInfo(pod))
+        else:
+            self.node_infos[node.name].set_node(node)
+        self._notify(Change(MODIFIED if old else ADDED, KIND_NODE, old, node))
+        return (CONFIGURED if old else CREATED), node
+
+    def _apply_pdb(self, pdb: PodDisruptionBudget) -> tuple[str, ApiObject]:
+        old = self.pdbs.get(pdb.key)
+        if old is not None and (old.selector, old.min_available, old.max_unavailable) == (
+            pdb.selector, pdb.min_available, pdb.max_unavailable,
+        ):
+            return UNCHANGED, old
+        self._new_meta(pdb, old)
+        self.pdbs[pdb.key] = pdb
+        self._dirty_pdb_namespaces.add(pdb.namespace)
+        self.refresh_pdb_status()
+        self._notify(Change(MODIFIED if old else ADDED, KIND_PDB, old, pdb))
+        return (CONFIGURED if old else CREATED), pdb
+
+    def _apply_pod(self, pod: Pod) -> tuple[str, ApiObject]:
+        old = self.pods.get(pod.key)
+        if old is not None:
+            return self._update_pod_spec(old, pod)
+        admitted = admit_pod(pod, self.priority_classes)
+        self._new_meta(admitted, None)
+        if admitted.spec.node_name:
+            admitted = self._admit_placed_pod(admitted)
+        self._store_pod(None, admitted)
+        return CREATED, admitted
+
+    def _update_pod_spec(self, old: Pod, pod: Pod) -> tuple[str, ApiObject]:
+        """Pods are immutable apart from labels and annotations (as in Kubernetes)."""
+        new = admit_pod_update(old, pod)
+        new_spec = replace(new.spec, node_name=old.spec.node_name or new.spec.node_name)
+        if new_spec != old.spec and replace(new_spec, node_name="") != replace(old.spec, node_name=""):
+            raise ApiError.invalid(
+                KIND_POD, pod.name,
+                [FieldError("spec", "pod updates may not change fields other than labels and annotations",
+                            kind="Forbidden")],
+                pod.namespace,
+            )
+        if (new.metadata.labels, new.metadata.annotations) == (old.metadata.labels, old.metadata.annotations):
+            return UNCHANGED, old
+        updated = replace(
+            old,
+            metadata=replace(old.metadata, labels=dict(new.metadata.labels), annotations=dict(new.metadata.annotations)),
+        )
+        self._stamp(updated)
+        self._store_pod(old, updated)
+        return CONFIGURED, updated
+
+    def _admit_placed_pod(self, pod: Pod) -> Pod:
+        """A pod created with spec.nodeName skips the scheduler. Like the kubelet's admission, the
+        node agent refuses it (phase Failed, OutOf<resource>) if it does not fit, so the node is
+        never overcommitted."""
+        info = self.node_infos.get(pod.spec.node_name)
+        if info is None:
+            return pod
+        insufficient = fits_request(pod_requests(pod), info)
+        if not insufficient:
+            start = pod.status.start_time if pod.status.start_time is not None else self.clock()
+            return replace(pod, status=replace(pod.status, phase=POD_RUNNING, start_time=start))
+        first = insufficient[0]
+        message = (
+            f"Pod was rejected: Node didn't have enough resource: {first.resource}, requested: "
+            f"{first.requested}, used: {first.used}, capacity: {first.capacity}"
+        )
+        self.record(pod, ev.WARNING, ev.OUT_OF_RESOURCES, message, ev.NODE_AGENT_CONTROLLER)
+        return replace(pod, status=replace(pod.status, phase=POD_FAILED))
+
+    def _occupies_node(self, pod: Pod) -> bool:
+        return bool(pod.spec.node_name) and pod.status.phase != POD_FAILED and pod.spec.node_name in self.node_infos
+
+    def _store_pod(self, old: Pod | None, new: Pod | None) -> None:
+        """Replace `old` by `new` everywhere (NodeInfo, indexes, history) and notify."""
+        if old is not None:
+            if self._occupies_node(old):
+                self.node_infos[old.spec.node_name].remove_pod(old)
+            self._dirty_pdb_namespaces.add(old.namespace)
+        if new is not None:
+            self.pods[new.key] = new
+            self.pods_by_uid[new.uid] = new
+            self.history[new.uid] = new
+            if self._occupies_node(new):
+                self.node_infos[new.spec.node_name].add_pod(PodInfo(new))
+            self._dirty_pdb_namespaces.add(new.namespace)
+        elif old is not None:
+            self.pods.pop(old.key, None)
+            self.pods_by_uid.pop(old.uid, None)
+            self.history[old.uid] = old
+        change_type = ADDED if old is None else (REMOVED if new is None else MODIFIED)
+        self._notify(Change(change_type, KIND_POD, old, new))
+
+    def _update_pod(self, pod: Pod, **status_changes: Any) -> Pod:
+        new = replace(pod, status=replace(pod.status, **status_changes))
+        self._stamp(new)
+        self._store_pod(pod, new)
+        return new
+
+    def delete(self, kind: str, namespace: str, name: str, grace_period: int | None = None) -> ApiObject:
+        """Delete an object. A bound pod terminates gracefully (it keeps its resources until its grace
+        period ends); an unbound pod goes at once. Deleting a PriorityClass leaves pods untouched."""
+        if kind == KIND_POD:
+            pod = self.pods.get((namespace, name))
+            if pod is None:
+                raise ApiError.not_found(KIND_POD, name, namespace)
+            return self._delete_pod(pod, grace_period)
+        if kind == KIND_NODE:
+            node = self.nodes.pop(name, None)
+            if node is None:
+                raise ApiError.not_found(KIND_NODE, name)
+            self.node_infos.pop(name, None)
+            self._notify(Change(REMOVED, KIND_NODE, node, None))
+            return node
+        if kind == KIND_PRIORITY_CLASS:
+            pc = self.priority_classes.get(name)
+            if pc is None:
+                raise ApiError.not_found(KIND_PRIORITY_CLASS, name)
+            if name in {b.name for b in builtin_priority_classes()}:
+                raise ApiError.forbidden(KIND_PRIORITY_CLASS, name, "this is a system priority class and cannot be deleted")
+            del self.priority_classes[name]
+            self._notify(Change(REMOVED, KIND_PRIORITY_CLASS, pc, None))
+            return pc
+        if kind == KIND_PDB:
+            pdb = self.pdbs.pop((namespace, name), None)
+            if pdb is None:
+                raise ApiError.not_found(KIND_PDB, name, namespace)
+            self._notify(Change(REMOVED, KIND_PDB, pdb, None))
+            return pdb
+        raise ApiError.bad_request(kind, name, f'the server doesn\'t have a resource type "{kind}"')
+
+    def _delete_pod(self, pod: Pod, grace_period: int | None) -> Pod:
+        grace = pod.spec.termination_grace_period_seconds if grace_period is None else grace_period
+        if grace_period is not None and grace_period < 0:
+            raise ApiError.bad_request(KIND_POD, pod.name, "--grace-period must be >= 0", pod.namespace)
+        if not self._occupies_node(pod) or grace == 0 or pod.status.phase == POD_FAILED:
+            self._remove_pod(pod)
+            return pod
+        return self._start_termination(pod, grace)
+
+    def _start_termination(self, pod: Pod, grace: int, conditions: tuple[PodCondition, ...] | None = None) -> Pod:
+        now = self.clock()
+        if pod.metadata.deletion_timestamp is not None:
+            return pod
+        self.record(pod, ev.NORMAL, ev.KILLING, f"Stopping container {pod.spec.containers[0].name if pod.spec.containers else pod.name}", ev.NODE_AGENT_CONTROLLER)
+        new = replace(
+            pod,
+            metadata=replace(pod.metadata, deletion_timestamp=now),
+            status=replace(pod.status, conditions=conditions if conditions is not None else pod.status.conditions),
+        )
+        self._stamp(new)
+        self._terminations[new.uid] = now + grace
+        self._store_pod(pod, new)
+        if grace == 0:
+            self._remove_pod(new)
+        return new
+
+    def _remove_pod(self, pod: Pod) -> None:
+        self._terminations.pop(pod.uid, None)
+        self.record(pod, ev.NORMAL, ev.DELETED, f"Pod {pod.namespace}/{pod.name} deleted", ev.BINDER_CONTROLLER)
+        self._store_pod(pod, None)
+
+    # --- binder semantics ---------------------------------------------------------------------
+
+    def bind(self, pod_uid: str, node_name: str) -> Pod:
+        """Bind a pending pod. Refuses (BindError, nothing changed) a pod already bound or terminating,
+        an unknown node, or a bind that would overcommit the node: requests of bound plus
+        terminating pods must stay within allocatable."""
+        pod = self.pods_by_uid.get(pod_uid)
+        if pod is None:
+            raise BindError(BIND_POD_NOT_FOUND, f"pod with uid {pod_uid} not found")
+        if pod.spec.node_name:
+            raise BindError(BIND_ALREADY_BOUND, f'pod {pod.namespace}/{pod.name} is already assigned to node "{pod.spec.node_name}"')
+        if pod.metadata.deletion_timestamp is not None:
+            raise BindError(BIND_POD_TERMINATING, f"pod {pod.namespace}/{pod.name} is being deleted")
+        info = self.node_infos.get(node_name)
+        if info is None:
+            raise BindError(BIND_NODE_NOT_FOUND, f'node "{node_name}" not found')
+        insufficient = fits_request(pod_requests(pod), info)
+        if insufficient:
+            reasons = ", ".join(i.reason for i in insufficient)
+            raise BindError(BIND_WOULD_OVERCOMMIT, f"binding {pod.namespace}/{pod.name} to {node_name} would overcommit it: {reasons}")
+        now = self.clock()
+        status = replace(
+            pod.status,
+            nominated_node_name="",  # cleared once bound (ClearingNominatedNodeNameAfterBinding)
+            conditions=_with_condition(pod, PodCondition(CONDITION_POD_SCHEDULED, "True", last_transition_time=now)),
+        )
+        if self.start_pods_immediately:
+            status = replace(status, phase=POD_RUNNING, start_time=now)
+        new = replace(pod, spec=replace(pod.spec, node_name=node_name), status=status)
+        self._stamp(new)
+        self._store_pod(pod, new)
+        self.record(new, ev.NORMAL, ev.SCHEDULED, f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}", action="Binding")
+        return new
+
+    def start_pod(self, pod_uid: str) -> Pod | None:
+        """The node agent reports a bound pod Running."""
+        pod = self.pods_by_uid.get(pod_uid)
+        if pod is None or not pod.spec.node_name or pod.status.phase != POD_PENDING:
+            return pod
+        return self._update_pod(pod, phase=POD_RUNNING, start_time=self.clock())
+
+    def mark_unschedulable(self, pod_uid: str, message: str) -> Pod | None:
+        """A failed attempt: PodScheduled=False/Unschedulable and a FailedScheduling event."""
+        pod = self.pods_by_uid.get(pod_uid)
+        if pod is None or pod.spec.node_name:
+            return pod
+        self.record(pod, ev.WARNING, ev.FAILED_SCHEDULING, message, action="Scheduling")
+        condition = PodCondition(CONDITION_POD_SCHEDULED, "False", REASON_UNSCHEDULABLE, message, self.clock())
+        existing = pod.condition(CONDITION_POD_SCHEDULED)
+        if existing is not None and (existing.status, existing.reason, existing.message) == ("False", REASON_UNSCHEDULABLE, message):
+            return pod
+        return self._update_pod(pod, conditions=_with_condition(pod, condition))
+
+    def nominate(self, pod_uid: str, node_name: str, victims: int = 0) -> Pod | None:
+        pod = self.pods_by_uid.get(pod_uid)
+        if pod is None or pod.spec.node_name or pod.status.nominated_node_name == node_name:
+            return pod
+        if node_name:
+            self.record(pod, ev.NORMAL, ev.NOMINATED, f"Nominated to node {node_name} after preempting {victims} pod(s)", action="Nominating")
+        return self._update_pod(pod, nominated_node_name=node_name)
+
+    def clear_nomination(self, pod_uid: str, because: str) -> Pod | None:
+        pod = self.pods_by_uid.get(pod_uid)
+        if pod is None or not pod.status.nominated_node_name:
+            return pod
+        self.record(
+            pod, ev.NORMAL, ev.NOMINATION_CLEARED,
+            f"Nomination to node {pod.status.nominated_node_name} cleared: {because}",
+            action="ClearingNomination",
+        )
+        return self._update_pod(pod, nominated_node_name="")
+
+    def preempt_victim(self, victim_uid: str, preemptor: Pod, node_name: str) -> Pod | None:
+        """prepareCandidate for one victim: DisruptionTarget condition, a Preempted event naming the
+        preemptor and node, then a graceful delete. Victims already terminating are left alone."""
+        victim = self.pods_by_uid.get(victim_uid)
+        if victim is None or victim.metadata.deletion_timestamp is not None:
+            return victim
+        if victim.priority >= preemptor.priority:
+            raise BindError("NotLowerPriority", f"victim {victim.namespace}/{victim.name} does not have lower priority than its preemptor")
+        condition = PodCondition(
+            CONDITION_DISRUPTION_TARGET, "True", REASON_PREEMPTION_BY_SCHEDULER,
+            f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod", self.clock(),
+        )
+        self.record(
+            victim, ev.NORMAL, ev.PREEMPTED, f"Preempted by pod {preemptor.uid} on node {node_name}",
+            action="Preempting", related=preemptor,
+        )
+        return self._start_termination(
+            victim, victim.spec.termination_grace_period_seconds, _with_condition(victim, condition)
+        )
+
+    # --- time ---------------------------------------------------------------------------------
+
+    def next_termination_time(self) -> float | None:
+        return min(self._terminations.values(), default=None)
+
+    def complete_terminations(self) -> int:
+        """Remove every terminating pod whose grace period has ended."""
+        now = self.clock()
+        due = sorted((t, uid) for uid, t in self._terminations.items() if t <= now)
+        for _, uid in due:
+            pod = self.pods_by_uid.get(uid)
+            if pod is not None:
+                self._remove_pod(pod)
+            else:
+                self._terminations.pop(uid, None)
+        return len(due)
+
+    # --- PodDisruptionBudget status -----------------------------------------------------------
+
+    def refresh_pdb_status(self) -> None:
+        """Recompute status for PDBs in namespaces whose pods changed (the disruption controller)."""
+        if not self._dirty_pdb_namespaces:
+            return
+        dirty = self._dirty_pdb_namespaces
+        self._dirty_pdb_namespaces = set()
+        for key, pdb in list(self.pdbs.items()):
+            if pdb.namespace in dirty:
+                status = compute_pdb_status(pdb, (p for p in self.pods.values() if p.namespace == pdb.namespace))
+                if status != pdb.status:
+                    new = replace(pdb, status=status)
+                    self._stamp(new)
+                    self.pdbs[key] = new
+                    self._notify(Change(MODIFIED, KIND_PDB, pdb, new))
+
+
+def _scaled(value: int | str, total: int, round_up: bool) -> int:
+    if isinstance(value, int):
+        return value
+    percent = int(value.rstrip("%"))
+    scaled = total * percent
+    return -(-scaled // 100) if round_up else scaled // 100
+
+
+def compute_pdb_status(pdb: PodDisruptionBudget, pods: Iterable[Pod]) -> PodDisruptionBudgetStatus:
+    """The disruption controller's arithmetic for bare pods: expected = matching pods, healthy =
+    matching Running pods not being deleted; allowed = healthy - desired, never below 0."""
+    selector = pdb.selector
+    matching = [p for p in pods if selector is not None and selector_matches(selector, p.labels) and p.status.phase != POD_FAILED]
+    expected = len(matching)
+    healthy = sum(1 for p in matching if p.status.phase == POD_RUNNING and p.metadata.deletion_timestamp is None)
+    if pdb.min_available is not None:
+        desired = _scaled(pdb.min_available, expected, round_up=True)
+    elif pdb.max_unavailable is not None:
+        desired = max(0, expected - _scaled(pdb.max_unavailable, expected, round_up=True))
+    else:
+        desired = 0
+    return PodDisruptionBudgetStatus(
+        current_healthy=healthy,
+        desired_healthy=desired,
+        disruptions_allowed=max(0, healthy - desired),
+        expected_pods=expected,
+        disrupted_pods=dict(pdb.status.disrupted_pods),
+    )

@@ -1,0 +1,115 @@
+"""One interface per extension point (upstream framework/interface.go).
+
+Plugins are plain classes; the runtime calls only the methods of the extension points a plugin is
+registered for. Filter returns None for Success because it runs once per node per pod."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from podsched.api.types import Pod
+from podsched.framework.cycle_state import CycleState
+from podsched.framework.node_info import NodeInfo, PodInfo
+from podsched.framework.status import Code, Status
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Nodes the pod can only go to (None: all nodes)."""
+
+    node_names: set[str] | None = None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return PreFilterResult(set(other.node_names))
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+class NodeToStatus:
+    """Per-node statuses of one cycle, plus the status of every node absent from the map."""
+
+    __slots__ = ("absent", "statuses")
+
+    def __init__(self, absent: Status | None = None) -> None:
+        self.statuses: dict[str, Status] = {}
+        self.absent = absent or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    def set(self, node: str, status: Status) -> None:
+        self.statuses[node] = status
+
+    def get(self, node: str) -> Status:
+        return self.statuses.get(node, self.absent)
+
+    def nodes_with_code(self, code: Code, all_nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
+        """NodesForStatusCode: nodes (in snapshot order) whose status has exactly this code."""
+        if self.absent.code == code:
+            return [n for n in all_nodes if self.get(n.name).code == code]
+        return [n for n in all_nodes if n.name in self.statuses and self.statuses[n.name].code == code]
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+    # Filled by DefaultPreemption so the caller can actuate without recomputing.
+    victims: list[Pod] = field(default_factory=list)
+    lower_priority_nominated_pods: list[Pod] = field(default_factory=list)
+
+
+class PodNominator(Protocol):
+    def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
+
+
+class Plugin(Protocol):
+    name: str
+
+
+class PreFilterExtensions(Protocol):
+    def add_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo) -> Status | None: ...
+
+    def remove_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
+
+
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]: ...
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None: ...
+
+
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None: ...
+
+
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None: ...
+
+
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int: ...
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
+        """Rescale `scores` (aligned with the scored nodes) in place to [0, MAX_NODE_SCORE]."""
+        ...
+
+
+def default_normalize_score(max_priority: int, reverse: bool, scores: list[int]) -> None:
+    """helper.DefaultNormalizeScore: scale to [0, max_priority], optionally reversed."""
+    max_count = max(scores, default=0)
+    if max_count == 0:
+        if reverse:
+            for i in range(len(scores)):
+                scores[i] = max_priority
+        return
+    for i, score in enumerate(scores):
+        value = max_priority * score // max_count
+        scores[i] = max_priority - value if reverse else value

@@ -1,0 +1,111 @@
+"""Pod resource requests as the scheduler computes them (component-helpers resource.PodRequests)."""
+
+from __future__ import annotations
+
+from podsched.api.types import (
+    RESOURCE_CPU,
+    RESOURCE_EPHEMERAL_STORAGE,
+    RESOURCE_MEMORY,
+    RESOURCE_PODS,
+    Container,
+    Pod,
+    Resource,
+)
+
+# Upstream's non-zero defaults (pkg/scheduler/util/pod_resources.go): a pod that requests nothing is
+# still counted as using this much when *scoring* (never when filtering), so empty pods spread out.
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+
+def _add_requests(total: dict[str, int], requests: tuple[tuple[str, int], ...]) -> None:
+    for name, value in requests:
+        total[name] = total.get(name, 0) + value
+
+
+def _max_requests(total: dict[str, int], requests: dict[str, int]) -> None:
+    for name, value in requests.items():
+        if value > total.get(name, 0):
+            total[name] = value
+
+
+def pod_request_map(pod: Pod) -> dict[str, int]:
+    """Sum of app containers and sidecars, at least the largest init container's peak, plus overhead.
+
+    Init containers run one at a time before the app containers; a sidecar (restartPolicy Always)
+    keeps running, so it adds to every later init container and to the app containers."""
+    total: dict[str, int] = {}
+    for container in pod.spec.containers:
+        _add_requests(total, container.requests)
+    init_peak: dict[str, int] = {}
+    sidecars: dict[str, int] = {}
+    for init in pod.spec.init_containers:
+        if init.restart_policy == "Always":
+            _add_requests(sidecars, init.requests)
+            _max_requests(init_peak, dict(sidecars))
+        else:
+            step = dict(sidecars)
+            _add_requests(step, init.requests)
+            _max_requests(init_peak, step)
+    for name, value in sidecars.items():
+        total[name] = total.get(name, 0) + value
+    _max_requests(total, init_peak)
+    _add_requests(total, pod.spec.overhead)
+    return total
+
+
+def resource_from_map(requests: dict[str, int]) -> Resource:
+    resource = Resource()
+    for name, value in requests.items():
+        if name == RESOURCE_CPU:
+            resource.milli_cpu = value
+        elif name == RESOURCE_MEMORY:
+            resource.memory = value
+        elif name == RESOURCE_EPHEMERAL_STORAGE:
+            resource.ephemeral_storage = value
+        elif name == RESOURCE_PODS:
+            resource.allowed_pod_number = value
+        elif value:
+            resource.scalar[name] = value
+    return resource
+
+
+def pod_requests(pod: Pod) -> Resource:
+    """The pod's effective request, cached on the pod (pods are values: the spec never changes)."""
+    cached = pod._requests
+    if cached is None:
+        cached = resource_from_map(pod_request_map(pod))
+        pod._requests = cached
+    return cached
+
+
+def non_zero_requests(pod: Pod) -> tuple[int, int]:
+    """(milli_cpu, memory) with upstream's defaults for containers that request nothing.
+
+    Upstream applies the default per container, before summing; we do the same."""
+    cpu = 0
+    memory = 0
+
+    def container_values(container: Container) -> tuple[int, int]:
+        values = dict(container.requests)
+        return (
+            values.get(RESOURCE_CPU) or DEFAULT_MILLI_CPU_REQUEST,
+            values.get(RESOURCE_MEMORY) or DEFAULT_MEMORY_REQUEST,
+        )
+
+    for container in pod.spec.containers:
+        c, m = container_values(container)
+        cpu += c
+        memory += m
+    init_cpu = init_memory = 0
+    for init in pod.spec.init_containers:
+        c, m = container_values(init)
+        if init.restart_policy == "Always":
+            cpu += c
+            memory += m
+        init_cpu = max(init_cpu, c)
+        init_memory = max(init_memory, m)
+    cpu = max(cpu, init_cpu)
+    memory = max(memory, init_memory)
+    overhead = dict(pod.spec.overhead)
+    return cpu + overhead.get(RESOURCE_CPU, 0), memory + overhead.get(RESOURCE_MEMORY, 0)

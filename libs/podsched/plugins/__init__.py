@@ -1,0 +1,1 @@
+"""In-tree plugins, one module each (upstream pkg/scheduler/framework/plugins)."""

@@ -1,0 +1,20 @@
+"""NodeName: a pod that names a node (spec.nodeName set before scheduling) fits only there."""
+
+from __future__ import annotations
+
+from podsched.api.types import Pod
+from podsched.framework.cycle_state import CycleState
+from podsched.framework.node_info import NodeInfo
+from podsched.framework.status import Status
+from podsched.plugins import names
+
+ERR_REASON_NODE_NAME = "node(s) didn't match the requested node name"
+
+
+class NodeName:
+    name = names.NODE_NAME
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if pod.spec.node_name and pod.spec.node_name != node_info.name:
+            return Status.unresolvable(self.name, ERR_REASON_NODE_NAME)
+        return None

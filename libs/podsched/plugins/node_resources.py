@@ -1,0 +1,164 @@
+"""NodeResourcesFit (Filter + LeastAllocated score) and NodeResourcesBalancedAllocation.
+
+Failure data is structured (resource, requested, used, capacity) and turned into upstream's words
+in one place, `InsufficientResource.reason`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from podsched.api.types import Pod, Resource
+from podsched.framework.cycle_state import CycleState
+from podsched.framework.interface import MAX_NODE_SCORE, PreFilterExtensions, PreFilterResult
+from podsched.framework.node_info import NodeInfo
+from podsched.framework.resource import non_zero_requests, pod_requests
+from podsched.framework.status import Code, Status
+from podsched.plugins import names
+
+REASON_TOO_MANY_PODS = "Too many pods"
+
+
+@dataclass(frozen=True, slots=True)
+class InsufficientResource:
+    resource: str
+    requested: int
+    used: int
+    capacity: int
+    unresolvable: bool  # the pod asks for more than the node has in total: preemption cannot help
+
+    @property
+    def reason(self) -> str:
+        if self.resource == "pods":
+            return REASON_TOO_MANY_PODS
+        return f"Insufficient {self.resource}"
+
+
+def fits_request(request: Resource, node_info: NodeInfo) -> list[InsufficientResource]:
+    """fitsRequest: every resource the pod asks for must fit in allocatable minus requested."""
+    insufficient: list[InsufficientResource] = []
+    allocatable = node_info.allocatable
+    requested = node_info.requested
+    allowed_pods = allocatable.allowed_pod_number
+    if len(node_info.pods) + 1 > allowed_pods:
+        insufficient.append(InsufficientResource("pods", 1, len(node_info.pods), allowed_pods, False))
+    if not (request.milli_cpu or request.memory or request.ephemeral_storage or request.scalar):
+        return insufficient
+    if request.milli_cpu > 0 and request.milli_cpu > allocatable.milli_cpu - requested.milli_cpu:
+        insufficient.append(
+            InsufficientResource(
+                "cpu", request.milli_cpu, requested.milli_cpu, allocatable.milli_cpu,
+                request.milli_cpu > allocatable.milli_cpu,
+            )
+        )
+    if request.memory > 0 and request.memory > allocatable.memory - requested.memory:
+        insufficient.append(
+            InsufficientResource(
+                "memory", request.memory, requested.memory, allocatable.memory, request.memory > allocatable.memory
+            )
+        )
+    if request.ephemeral_storage > 0 and (
+        request.ephemeral_storage > allocatable.ephemeral_storage - requested.ephemeral_storage
+    ):
+        insufficient.append(
+            InsufficientResource(
+                "ephemeral-storage", request.ephemeral_storage, requested.ephemeral_storage,
+                allocatable.ephemeral_storage, request.ephemeral_storage > allocatable.ephemeral_storage,
+            )
+        )
+    for name, quantity in request.scalar.items():
+        if quantity == 0:
+            continue
+        capacity = allocatable.scalar.get(name, 0)
+        used = requested.scalar.get(name, 0)
+        if quantity > capacity - used:
+            insufficient.append(InsufficientResource(name, quantity, used, capacity, quantity > capacity))
+    return insufficient
+
+
+class NodeResourcesFit:
+    """Filter: the pod's requests fit. Score: LeastAllocated over cpu and memory (weights 1, 1)."""
+
+    name = names.NODE_RESOURCES_FIT
+
+    def __init__(self, score_resources: Sequence[tuple[str, int]] = (("cpu", 1), ("memory", 1))) -> None:
+        self.score_resources = tuple(score_resources)
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        return None, None
+
+    def pre_filter_extensions(self) -> PreFilterExtensions | None:
+        return None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        insufficient = fits_request(pod_requests(pod), node_info)
+        if not insufficient:
+            return None
+        code = Code.UNSCHEDULABLE
+        if any(item.unresolvable for item in insufficient):
+            code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+        return Status(code, [item.reason for item in insufficient], self.name)
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        pod_cpu, pod_memory = non_zero_requests(pod)
+        return least_allocated_score(
+            node_info.non_zero_cpu + pod_cpu,
+            node_info.non_zero_memory + pod_memory,
+            node_info.allocatable.milli_cpu,
+            node_info.allocatable.memory,
+        )
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
+        return None
+
+
+def least_allocated_score(cpu_requested: int, memory_requested: int, cpu_allocatable: int, memory_allocatable: int) -> int:
+    """leastRequestedScore per resource, then the weighted (1:1) integer average."""
+
+    def one(requested: int, capacity: int) -> int:
+        if capacity == 0 or requested > capacity:
+            return 0
+        return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+    return (one(cpu_requested, cpu_allocatable) + one(memory_requested, memory_allocatable)) // 2
+
+
+def balanced_allocation_score(
+    cpu_requested: int, memory_requested: int, cpu_allocatable: int, memory_allocatable: int
+) -> int:
+    """balancedResourceScorer for cpu and memory: 100 * (1 - |f_cpu - f_mem| / 2), fractions capped at 1."""
+    fractions = []
+    for requested, capacity in ((cpu_requested, cpu_allocatable), (memory_requested, memory_allocatable)):
+        if capacity == 0:
+            continue
+        fractions.append(min(requested / capacity, 1.0))
+    std = abs(fractions[0] - fractions[1]) / 2 if len(fractions) == 2 else 0.0
+    return math.trunc((1 - std) * MAX_NODE_SCORE)
+
+
+class NodeResourcesBalancedAllocation:
+    """Favors nodes whose cpu and memory would be used in equal proportion. Uses actual requests (not
+    the non-zero defaults) and skips best-effort pods, which request nothing (upstream #129138)."""
+
+    name = names.NODE_RESOURCES_BALANCED_ALLOCATION
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        request = pod_requests(pod)
+        if request.milli_cpu == 0 and request.memory == 0:
+            return Status(Code.SKIP)
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
+        request = pod_requests(pod)
+        return balanced_allocation_score(
+            node_info.requested.milli_cpu + request.milli_cpu,
+            node_info.requested.memory + request.memory,
+            node_info.allocatable.milli_cpu,
+            node_info.allocatable.memory,
+        )
+
+    def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
+        return None

@@ -1,0 +1,25 @@
+"""NodeUnschedulable: cordoned nodes take only pods tolerating the unschedulable taint."""
+
+from __future__ import annotations
+
+from podsched.api.types import TAINT_NO_SCHEDULE, Pod, Taint
+from podsched.framework.cycle_state import CycleState
+from podsched.framework.node_info import NodeInfo
+from podsched.framework.status import Status
+from podsched.plugins import names
+from podsched.plugins.taint_toleration import tolerations_tolerate_taint
+
+ERR_REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+_UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=TAINT_NO_SCHEDULE)
+
+
+class NodeUnschedulable:
+    name = names.NODE_UNSCHEDULABLE
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        if not node_info.node.spec.unschedulable:
+            return None
+        if tolerations_tolerate_taint(pod.spec.tolerations, _UNSCHEDULABLE_TAINT):
+            return None
+        return Status.unresolvable(self.name, ERR_REASON_UNSCHEDULABLE)

@@ -1,0 +1,67 @@
+"""The default profile: which plugins run, in upstream's order, with upstream's score weights
+(pkg/scheduler/apis/config/v1 getDefaultPlugins)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from podsched.config.scheduler_config import SchedulerConfig
+from podsched.framework.interface import PodNominator
+from podsched.framework.runtime import Framework, WeightedScorePlugin
+from podsched.plugins import names
+from podsched.plugins.interpod_affinity import InterPodAffinity
+from podsched.plugins.node_affinity import NodeAffinity
+from podsched.plugins.node_name import NodeName
+from podsched.plugins.node_ports import NodePorts
+from podsched.plugins.node_resources import NodeResourcesBalancedAllocation, NodeResourcesFit
+from podsched.plugins.node_unschedulable import NodeUnschedulable
+from podsched.plugins.pod_topology_spread import PodTopologySpread
+from podsched.plugins.taint_toleration import TaintToleration
+from podsched.preemption.evaluator import DryRunExecutor, Evaluator
+from podsched.scheduler.schedule_one import SchedulingAlgorithm
+
+# (factory, default score weight or 0 if the plugin does not score), in upstream's MultiPoint order.
+DEFAULT_PLUGINS: tuple[tuple[str, Callable[[], Any], int], ...] = (
+    (names.NODE_UNSCHEDULABLE, NodeUnschedulable, 0),
+    (names.NODE_NAME, NodeName, 0),
+    (names.TAINT_TOLERATION, TaintToleration, 3),
+    (names.NODE_AFFINITY, NodeAffinity, 2),
+    (names.NODE_PORTS, NodePorts, 0),
+    (names.NODE_RESOURCES_FIT, NodeResourcesFit, 1),
+    (names.POD_TOPOLOGY_SPREAD, PodTopologySpread, 2),
+    (names.INTER_POD_AFFINITY, InterPodAffinity, 2),
+    (names.NODE_RESOURCES_BALANCED_ALLOCATION, NodeResourcesBalancedAllocation, 1),
+)
+
+
+def build_framework(config: SchedulerConfig, nominator: PodNominator | None) -> Framework:
+    """Instantiate the enabled plugins and sort them into extension points."""
+    weights = dict(config.score_weights)
+    pre_filter, filters, pre_score, score = [], [], [], []
+    for name, factory, default_weight in DEFAULT_PLUGINS:
+        plugin = factory()
+        if hasattr(plugin, "pre_filter") and config.plugin_enabled("preFilter", name):
+            pre_filter.append(plugin)
+        if hasattr(plugin, "filter") and config.plugin_enabled("filter", name):
+            filters.append(plugin)
+        if default_weight and config.plugin_enabled("score", name):
+            if hasattr(plugin, "pre_score") and config.plugin_enabled("preScore", name):
+                pre_score.append(plugin)
+            score.append(WeightedScorePlugin(plugin, weights.get(name, default_weight)))
+    return Framework(pre_filter, filters, pre_score, score, nominator)
+
+
+def build_algorithm(
+    config: SchedulerConfig,
+    nominator: PodNominator | None,
+    offset: Callable[[int], int] | None = None,
+    rng: random.Random | None = None,
+    executor: DryRunExecutor | None = None,
+) -> SchedulingAlgorithm:
+    framework = build_framework(config, nominator)
+    evaluator = None
+    if config.preemption_enabled:
+        evaluator = Evaluator(framework, config.preemption_args, offset=offset, executor=executor)
+    return SchedulingAlgorithm(framework, evaluator, config.percentage_of_nodes_to_score, rng)

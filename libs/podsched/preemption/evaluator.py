@@ -1,0 +1,185 @@
+"""Evaluator.Preempt (reference §1.4-§1.11): the generic preemption algorithm.
+
+Side effects are not performed here: the result names the victims and the lower-priority nominated
+pods to clear, and the caller (binder, simulator) actuates them. The candidate offset and the victim
+search are injected so that tests pin the offset and the preemption service shards the dry run over
+worker processes with the same answer."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from podsched.api.types import Pod, PodDisruptionBudget
+from podsched.framework.cycle_state import CycleState
+from podsched.framework.interface import NodeToStatus, PodNominator, PostFilterResult
+from podsched.framework.node_info import NodeInfo, Snapshot
+from podsched.framework.runtime import Framework
+from podsched.framework.status import Code, Status
+from podsched.preemption.eligibility import pod_eligible_to_preempt_others
+from podsched.preemption.tie_breaks import Candidate, default_score_funcs, pick_one_node_for_preemption
+from podsched.preemption.victims import NodeVictims, select_victims_on_node
+from podsched.scheduler.fit_error import FitError
+
+DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
+DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE = 100
+PREEMPTION_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+NO_CANDIDATE_MESSAGE = "no candidate node for preemption"
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultPreemptionArgs:
+    min_candidate_nodes_percentage: int = DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
+    min_candidate_nodes_absolute: int = DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
+
+    def validate(self) -> list[str]:
+        errors = []
+        if not 0 <= self.min_candidate_nodes_percentage <= 100:
+            errors.append("minCandidateNodesPercentage: Invalid value: not in valid range [0, 100]")
+        if self.min_candidate_nodes_absolute < 0:
+            errors.append("minCandidateNodesAbsolute: Invalid value: not in valid range [0, inf)")
+        if self.min_candidate_nodes_percentage == 0 and self.min_candidate_nodes_absolute == 0:
+            errors.append("minCandidateNodesPercentage and minCandidateNodesAbsolute cannot both be zero")
+        return errors
+
+
+def calculate_num_candidates(num_nodes: int, args: DefaultPreemptionArgs) -> int:
+    """max(N * pct / 100, absolute), capped at N."""
+    n = num_nodes * args.min_candidate_nodes_percentage // 100
+    n = max(n, args.min_candidate_nodes_absolute)
+    return min(n, num_nodes)
+
+
+class DryRunAccumulator:
+    """Collects per-node outcomes in dry-run order and says when to stop: once at least one
+    PDB-free candidate exists and there are n candidates in all. Each list is capped at n."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.non_violating: list[Candidate] = []
+        self.violating: list[Candidate] = []
+        self.statuses = NodeToStatus()
+        self.errors: list[str] = []
+
+    def add(self, outcome: NodeVictims) -> bool:
+        """Record one node; return True when the search can stop."""
+        if outcome.status is None:
+            if not outcome.victims:
+                message = f'expected at least one victim pod on node "{outcome.node_name}"'
+                self.statuses.set(outcome.node_name, Status(Code.ERROR, [message]))
+                self.errors.append(message)
+                return False
+            candidate = Candidate(outcome.node_name, outcome.victims, outcome.num_pdb_violations)
+            target = self.non_violating if outcome.num_pdb_violations == 0 else self.violating
+            if len(target) < self.n:
+                target.append(candidate)
+            return bool(self.non_violating) and len(self.non_violating) + len(self.violating) >= self.n
+        self.statuses.set(outcome.node_name, outcome.status)
+        if outcome.status.code == Code.ERROR:
+            self.errors.append(outcome.status.message)
+        return False
+
+    @property
+    def candidates(self) -> list[Candidate]:
+        return self.non_violating + self.violating
+
+
+# Evaluates nodes in the given order and feeds each outcome to the accumulator until it says stop.
+# The default runs in-process; the preemption service supplies one that fans out to workers.
+DryRunExecutor = Callable[
+    [Framework, CycleState, Pod, Sequence[NodeInfo], Sequence[PodDisruptionBudget], float, DryRunAccumulator], None
+]
+
+
+def sequential_dry_run(
+    framework: Framework,
+    state: CycleState,
+    pod: Pod,
+    nodes_in_order: Sequence[NodeInfo],
+    pdbs: Sequence[PodDisruptionBudget],
+    now: float,
+    accumulator: DryRunAccumulator,
+) -> None:
+    for node_info in nodes_in_order:
+        outcome = select_victims_on_node(framework, state.clone(), pod, node_info.clone(), pdbs, now)
+        if accumulator.add(outcome):
+            return
+
+
+@dataclass(slots=True)
+class PreemptionOutcome:
+    result: PostFilterResult | None
+    status: Status
+    candidates_evaluated: int = 0
+    candidates: list[Candidate] = field(default_factory=list)
+
+
+class Evaluator:
+    def __init__(
+        self,
+        framework: Framework,
+        args: DefaultPreemptionArgs | None = None,
+        offset: Callable[[int], int] | None = None,
+        executor: DryRunExecutor | None = None,
+    ) -> None:
+        self.framework = framework
+        self.args = args or DefaultPreemptionArgs()
+        rng = random.Random()
+        # rand.Int31n(N): tests and `simulate` inject a deterministic offset.
+        self.offset = offset or (lambda n: rng.randrange(n))
+        self.executor = executor or sequential_dry_run
+
+    def preempt(
+        self,
+        state: CycleState,
+        pod: Pod,
+        node_to_status: NodeToStatus,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> PreemptionOutcome:
+        # 1. Eligibility.
+        nominated_status = node_to_status.get(pod.status.nominated_node_name) if pod.status.nominated_node_name else None
+        eligible, message = pod_eligible_to_preempt_others(pod, snapshot, nominated_status)
+        if not eligible:
+            return PreemptionOutcome(None, Status(Code.UNSCHEDULABLE, [message]))
+
+        # 2. Candidates: only nodes whose status is exactly Unschedulable can be helped.
+        potential = node_to_status.nodes_with_code(Code.UNSCHEDULABLE, snapshot.node_info_list)
+        accumulator = DryRunAccumulator(0)
+        if potential:
+            n = calculate_num_candidates(len(potential), self.args)
+            offset = self.offset(len(potential))
+            ordered = [potential[(offset + i) % len(potential)] for i in range(len(potential))]
+            accumulator = DryRunAccumulator(n)
+            self.executor(self.framework, state, pod, ordered, pdbs, now, accumulator)
+        candidates = accumulator.candidates
+        if accumulator.errors and not candidates:
+            return PreemptionOutcome(None, Status(Code.ERROR, [accumulator.errors[0]]))
+
+        # 3. No candidate: explain per node, and clear any earlier nomination.
+        if not candidates:
+            statuses = accumulator.statuses
+            statuses.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [PREEMPTION_NOT_HELPFUL])
+            fit_error = FitError(len(potential), statuses)
+            return PreemptionOutcome(
+                PostFilterResult(nominated_node_name=""), Status(Code.UNSCHEDULABLE, [fit_error.message()])
+            )
+
+        # 4. (Extenders are not supported.) 5. Select one candidate.
+        best = pick_one_node_for_preemption(candidates, default_score_funcs(now))
+        if best is None:
+            return PreemptionOutcome(None, Status(Code.UNSCHEDULABLE, [NO_CANDIDATE_MESSAGE]))
+
+        # 6. What the caller must actuate: victims, and lower-priority pods nominated to the node.
+        lower_nominated: list[Pod] = []
+        if nominator is not None:
+            lower_nominated = [
+                pi.pod
+                for pi in nominator.nominated_pods_for_node(best.node_name)
+                if pi.pod.priority < pod.priority and pi.pod.uid != pod.uid
+            ]
+        result = PostFilterResult(best.node_name, list(best.victims), lower_nominated)
+        return PreemptionOutcome(result, Status(Code.SUCCESS), len(candidates), candidates)

@@ -1,0 +1,83 @@
+"""pickOneNodeForPreemption: an ordered list of small score functions; each keeps only the best
+candidates, and the first that leaves one candidate decides."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from podsched.api.types import Pod
+from podsched.preemption.ordering import earliest_start_time_of_top_priority
+
+INT32_OFFSET = 2**31  # math.MaxInt32 + 1: makes every priority term positive
+MIN_INT64 = -(2**63)
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A node where preemption would let the pod fit, with the victims sorted most important first."""
+
+    node_name: str
+    victims: list[Pod] = field(default_factory=list)
+    num_pdb_violations: int = 0
+
+
+ScoreFunc = Callable[[Candidate], float]
+
+
+def fewest_pdb_violations(candidate: Candidate) -> float:
+    return -candidate.num_pdb_violations
+
+
+def lowest_highest_victim_priority(candidate: Candidate) -> float:
+    return -candidate.victims[0].priority
+
+
+def lowest_priority_sum(candidate: Candidate) -> float:
+    return -sum(victim.priority + INT32_OFFSET for victim in candidate.victims)
+
+
+def fewest_victims(candidate: Candidate) -> float:
+    return -len(candidate.victims)
+
+
+def latest_start_time_score(now: float) -> ScoreFunc:
+    """Prefer disturbing the most recently started of the highest-priority victims."""
+
+    def score(candidate: Candidate) -> float:
+        earliest = earliest_start_time_of_top_priority(candidate.victims, now)
+        return MIN_INT64 if earliest is None else earliest
+
+    return score
+
+
+def default_score_funcs(now: float) -> list[ScoreFunc]:
+    return [
+        fewest_pdb_violations,
+        lowest_highest_victim_priority,
+        lowest_priority_sum,
+        fewest_victims,
+        latest_start_time_score(now),
+    ]
+
+
+def pick_one_node_for_preemption(candidates: Sequence[Candidate], score_funcs: Sequence[ScoreFunc]) -> Candidate | None:
+    """Apply the tie-breaks in order. Upstream breaks a final tie by Go map order (arbitrary); we take
+    the first remaining candidate in dry-run order, which is deterministic."""
+    if not candidates:
+        return None
+    remaining = list(candidates)
+    for score_func in score_funcs:
+        best: list[Candidate] = []
+        best_score = float("-inf")
+        for candidate in remaining:
+            score = score_func(candidate)
+            if score > best_score:
+                best_score = score
+                best = [candidate]
+            elif score == best_score:
+                best.append(candidate)
+        if len(best) == 1:
+            return best[0]
+        remaining = best
+    return remaining[0]

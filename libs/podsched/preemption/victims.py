@@ -1,0 +1,99 @@
+"""SelectVictimsOnNode (reference §1.8): the fewest, least important pods whose removal lets the
+preemptor fit, reprieving PDB-protected pods first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from podsched.api.types import Pod, PodDisruptionBudget
+from podsched.framework.cycle_state import CycleState
+from podsched.framework.node_info import NodeInfo, PodInfo
+from podsched.framework.runtime import Framework
+from podsched.framework.status import Code, Status
+from podsched.preemption.ordering import importance_key
+from podsched.preemption.pdb import filter_pods_with_pdb_violation
+
+NO_VICTIMS_MESSAGE = "No preemption victims found for incoming pod"
+
+
+@dataclass(slots=True)
+class NodeVictims:
+    """The dry-run outcome on one node: victims (most important first) on success, else a status."""
+
+    node_name: str
+    victims: list[Pod]
+    num_pdb_violations: int
+    status: Status | None  # None: success
+
+    @property
+    def is_candidate(self) -> bool:
+        return self.status is None and bool(self.victims)
+
+
+def is_preemption_allowed(victim: Pod, preemptor: Pod) -> bool:
+    """A victim must have strictly lower priority (IsEligiblePod's default adds nothing)."""
+    return victim.priority < preemptor.priority
+
+
+def select_victims_on_node(
+    framework: Framework,
+    state: CycleState,
+    preemptor: Pod,
+    node_info: NodeInfo,
+    pdbs: Sequence[PodDisruptionBudget],
+    now: float,
+) -> NodeVictims:
+    """Mutates the *copies* it is given (callers pass clones of the node and cycle state).
+
+    1. Remove every lower-priority pod; if none, the node is not a candidate.
+    2. If the preemptor still does not fit, the node is not a candidate.
+    3. Try to put pods back, most important first, PDB-violating ones before the rest; a pod whose
+       return makes the preemptor not fit becomes a victim. One greedy pass, no backtracking."""
+    name = node_info.name
+    potential: list[PodInfo] = [pi for pi in node_info.pods if is_preemption_allowed(pi.pod, preemptor)]
+    if not potential:
+        return NodeVictims(name, [], 0, Status.unresolvable("", NO_VICTIMS_MESSAGE))
+    for pod_info in potential:
+        node_info.remove_pod(pod_info.pod)
+        error = framework.run_pre_filter_extension_remove_pod(state, preemptor, pod_info, node_info)
+        if error is not None:
+            return NodeVictims(name, [], 0, error)
+    status = framework.run_filter_plugins_with_nominated_pods(state, preemptor, node_info)
+    if status is not None:
+        return NodeVictims(name, [], 0, status)
+
+    key = importance_key(now)
+    potential.sort(key=lambda pi: key(pi.pod))
+    by_uid = {pi.pod.uid: pi for pi in potential}
+    violating, non_violating = filter_pods_with_pdb_violation([pi.pod for pi in potential], pdbs)
+
+    victims: list[Pod] = []
+
+    def reprieve(pod: Pod) -> bool:
+        pod_info = by_uid[pod.uid]
+        node_info.add_pod(pod_info)
+        error = framework.run_pre_filter_extension_add_pod(state, preemptor, pod_info, node_info)
+        if error is not None:
+            raise RuntimeError(error.message)
+        if framework.run_filter_plugins_with_nominated_pods(state, preemptor, node_info) is None:
+            return True
+        node_info.remove_pod(pod)
+        error = framework.run_pre_filter_extension_remove_pod(state, preemptor, pod_info, node_info)
+        if error is not None:
+            raise RuntimeError(error.message)
+        victims.append(pod)
+        return False
+
+    num_violating = 0
+    try:
+        for pod in violating:
+            if not reprieve(pod):
+                num_violating += 1
+        for pod in non_violating:
+            reprieve(pod)
+    except RuntimeError as error:
+        return NodeVictims(name, [], 0, Status(Code.ERROR, [str(error)]))
+    if violating and non_violating:
+        victims.sort(key=key)  # keep victims[0] the most important (upstream fix #128307)
+    return NodeVictims(name, victims, num_violating, None)

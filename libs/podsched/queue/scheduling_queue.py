@@ -1,0 +1,335 @@
+"""PriorityQueue: activeQ (PrioritySort order), backoffQ and the unschedulable pool.
+
+The clock is injected so `simulate` runs in simulated time. Cluster events move unschedulable pods
+only when a plugin that rejected them registered for that event (queueing hints at plugin
+granularity); pods that failed with an error, or were hit by a relevant event while in flight,
+back off instead of waiting."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from podsched.api.types import Pod
+from podsched.framework.node_info import PodInfo
+from podsched.plugins import names
+from podsched.queue.nominator import Nominator
+
+DEFAULT_POD_INITIAL_BACKOFF_SECONDS = 1.0
+DEFAULT_POD_MAX_BACKOFF_SECONDS = 10.0
+DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION = 300.0  # 5 minutes
+UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
+BACKOFF_FLUSH_INTERVAL = 1.0
+
+# Cluster events (framework.ClusterEvent), declared once.
+NODE_ADD = "NodeAdd"
+NODE_UPDATE = "NodeUpdate"
+ASSIGNED_POD_ADD = "AssignedPodAdd"
+ASSIGNED_POD_UPDATE = "AssignedPodUpdate"
+ASSIGNED_POD_DELETE = "AssignedPodDelete"
+UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
+FORCE_ACTIVATE = "ForceActivate"
+WILDCARD = "*"
+
+# EventsToRegister of each plugin: the events that may make a pod it rejected schedulable.
+EVENTS_BY_PLUGIN: dict[str, frozenset[str]] = {
+    names.NODE_RESOURCES_FIT: frozenset({NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE}),
+    names.NODE_AFFINITY: frozenset({NODE_ADD, NODE_UPDATE}),
+    names.TAINT_TOLERATION: frozenset({NODE_ADD, NODE_UPDATE}),
+    names.NODE_UNSCHEDULABLE: frozenset({NODE_ADD, NODE_UPDATE}),
+    names.NODE_NAME: frozenset({NODE_ADD}),
+    names.NODE_PORTS: frozenset({NODE_ADD, ASSIGNED_POD_DELETE}),
+    names.INTER_POD_AFFINITY: frozenset({NODE_ADD, NODE_UPDATE, ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE}),
+    names.POD_TOPOLOGY_SPREAD: frozenset({NODE_ADD, NODE_UPDATE, ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE}),
+}
+
+
+def plugin_cares(plugin: str, event: str) -> bool:
+    if event in (WILDCARD, UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
+        return True
+    return event in EVENTS_BY_PLUGIN.get(plugin, frozenset())
+
+
+@dataclass(slots=True)
+class QueuedPodInfo:
+    pod_info: PodInfo
+    timestamp: float  # when the pod was last (re-)added to the queue: the PrioritySort tie-break
+    attempts: int = 0
+    initial_attempt_timestamp: float | None = None
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    consecutive_errors: int = 0
+    unschedulable_since: float = 0.0
+    last_failure_message: str = ""
+
+    @property
+    def pod(self) -> Pod:
+        return self.pod_info.pod
+
+    @property
+    def priority(self) -> int:
+        return self.pod_info.pod.priority
+
+
+ACTIVE = "activeQ"
+BACKOFF = "backoffQ"
+UNSCHEDULABLE = "unschedulablePods"
+IN_FLIGHT = "inFlight"
+
+
+class SchedulingQueue:
+    def __init__(
+        self,
+        clock: Callable[[], float],
+        initial_backoff: float = DEFAULT_POD_INITIAL_BACKOFF_SECONDS,
+        max_backoff: float = DEFAULT_POD_MAX_BACKOFF_SECONDS,
+        max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
+        pop_from_backoff_q: bool = True,
+    ) -> None:
+        self.clock = clock
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.max_in_unschedulable = max_in_unschedulable
+        # SchedulerPopFromBackoffQ (KEP-5142, on by default upstream): an idle scheduler does not
+        # wait for backoff to expire before retrying.
+        self.pop_from_backoff_q = pop_from_backoff_q
+        self.nominator = Nominator()
+        self._seq = itertools.count()
+        self._active: list[tuple[int, float, int, str]] = []
+        self._backoff: list[tuple[float, int, float, int, str]] = []
+        self._where: dict[str, str] = {}  # uid -> ACTIVE / BACKOFF / UNSCHEDULABLE / IN_FLIGHT
+        self._entry_seq: dict[str, int] = {}  # uid -> seq of its live heap entry (lazy deletion)
+        self._infos: dict[str, QueuedPodInfo] = {}
+        self._in_flight_events: dict[str, list[str]] = {}
+        self.scheduling_cycle = 0
+        self.moved_in_cycle = -1
+
+    # --- bookkeeping --------------------------------------------------------------------------
+
+    def _push_active(self, info: QueuedPodInfo) -> None:
+        seq = next(self._seq)
+        uid = info.pod.uid
+        self._entry_seq[uid] = seq
+        self._where[uid] = ACTIVE
+        heapq.heappush(self._active, (-info.priority, info.timestamp, seq, uid))
+
+    def _push_backoff(self, info: QueuedPodInfo) -> None:
+        seq = next(self._seq)
+        uid = info.pod.uid
+        self._entry_seq[uid] = seq
+        self._where[uid] = BACKOFF
+        heapq.heappush(self._backoff, (self.backoff_expiry(info), -info.priority, info.timestamp, seq, uid))
+
+    def backoff_duration(self, info: QueuedPodInfo) -> float:
+        """initial * 2^(attempts-1), capped at max; 0 before the first attempt."""
+        if info.attempts == 0:
+            return 0.0
+        duration = self.initial_backoff
+        for _ in range(1, info.attempts):
+            duration *= 2
+            if duration >= self.max_backoff:
+                return self.max_backoff
+        return min(duration, self.max_backoff)
+
+    def backoff_expiry(self, info: QueuedPodInfo) -> float:
+        return info.timestamp + self.backoff_duration(info)
+
+    def is_backing_off(self, info: QueuedPodInfo) -> bool:
+        return self.backoff_expiry(info) > self.clock()
+
+    def _requeue(self, info: QueuedPodInfo) -> None:
+        """To backoffQ while backing off, else activeQ."""
+        if self.is_backing_off(info):
+            self._push_backoff(info)
+        else:
+            self._push_active(info)
+
+    # --- pod lifecycle ------------------------------------------------------------------------
+
+    def add(self, pod: Pod) -> None:
+        """A new pending pod enters activeQ."""
+        pod_info = PodInfo(pod)
+        info = QueuedPodInfo(pod_info, timestamp=self.clock())
+        self._infos[pod.uid] = info
+        self._push_active(info)
+        self.nominator.add(pod_info)
+
+    def update(self, old: Pod, new: Pod) -> None:
+        """Update a pending pod in place; an unschedulable pod whose spec changed is retried."""
+        info = self._infos.get(new.uid)
+        pod_info = PodInfo(new)
+        if info is None:
+            self.add(new)
+            return
+        info.pod_info = pod_info
+        self.nominator.update(old, pod_info)
+        where = self._where.get(new.uid)
+        # A changed spec may fit now; a cleared nomination means "look elsewhere" (a higher-priority
+        # pod took the node this pod was nominated to).
+        nomination_cleared = bool(old.status.nominated_node_name) and not new.status.nominated_node_name
+        if where == UNSCHEDULABLE and (old.spec != new.spec or nomination_cleared):
+            self._requeue(info)
+        elif where == ACTIVE:
+            self._push_active(info)
+        elif where == BACKOFF:
+            self._push_backoff(info)
+
+    def delete(self, pod: Pod) -> None:
+        self._infos.pop(pod.uid, None)
+        self._where.pop(pod.uid, None)
+        self._entry_seq.pop(pod.uid, None)
+        self._in_flight_events.pop(pod.uid, None)
+        self.nominator.remove(pod)
+
+    def contains(self, uid: str) -> bool:
+        return uid in self._infos
+
+    def info(self, uid: str) -> QueuedPodInfo | None:
+        return self._infos.get(uid)
+
+    def location(self, uid: str) -> str:
+        return self._where.get(uid, "")
+
+    # --- popping ------------------------------------------------------------------------------
+
+    def _pop_heap_active(self) -> QueuedPodInfo | None:
+        while self._active:
+            _, _, seq, uid = heapq.heappop(self._active)
+            if self._entry_seq.get(uid) == seq and self._where.get(uid) == ACTIVE:
+                return self._infos[uid]
+        return None
+
+    def _pop_heap_backoff(self, only_expired: bool) -> QueuedPodInfo | None:
+        now = self.clock()
+        while self._backoff:
+            expiry, _, _, seq, uid = self._backoff[0]
+            if self._entry_seq.get(uid) != seq or self._where.get(uid) != BACKOFF:
+                heapq.heappop(self._backoff)
+                continue
+            if only_expired and expiry > now:
+                return None
+            heapq.heappop(self._backoff)
+            return self._infos[uid]
+        return None
+
+    def flush_backoff_completed(self) -> int:
+        """Move every pod whose backoff has expired to activeQ."""
+        moved = 0
+        while (info := self._pop_heap_backoff(only_expired=True)) is not None:
+            self._push_active(info)
+            moved += 1
+        return moved
+
+    def pop(self) -> QueuedPodInfo | None:
+        """The next pod to schedule, or None. Increments attempts and marks it in flight."""
+        self.flush_backoff_completed()
+        info = self._pop_heap_active()
+        if info is None and self.pop_from_backoff_q:
+            info = self._pop_heap_backoff(only_expired=False)
+        if info is None:
+            return None
+        uid = info.pod.uid
+        self._where[uid] = IN_FLIGHT
+        self._entry_seq.pop(uid, None)
+        info.attempts += 1
+        if info.initial_attempt_timestamp is None:
+            info.initial_attempt_timestamp = self.clock()
+        self.scheduling_cycle += 1
+        self._in_flight_events[uid] = []
+        return info
+
+    def done(self, uid: str) -> None:
+        """The pod left the scheduling cycle bound (or deleted): forget it."""
+        self._in_flight_events.pop(uid, None)
+        if self._where.get(uid) == IN_FLIGHT:
+            self._infos.pop(uid, None)
+            self._where.pop(uid, None)
+
+    def add_unschedulable_if_not_present(
+        self, info: QueuedPodInfo, rejector_plugins: set[str], error: bool = False, message: str = ""
+    ) -> str:
+        """Return the pod to the queue after a failed attempt; returns where it went.
+
+        The queue time is refreshed (so it queues behind its equals). An error backs off; otherwise
+        events that arrived while the pod was in flight and that one of its rejectors cares about
+        send it to backoff/active at once, and without such an event it waits in the pool."""
+        uid = info.pod.uid
+        if uid not in self._infos:
+            return ""  # deleted while in flight
+        now = self.clock()
+        info.timestamp = now
+        info.last_failure_message = message
+        events = self._in_flight_events.pop(uid, [])
+        if error or not rejector_plugins:
+            info.consecutive_errors += 1 if error else 0
+            self._push_backoff(info)
+            return BACKOFF
+        info.consecutive_errors = 0
+        info.unschedulable_plugins = set(rejector_plugins)
+        if any(plugin_cares(p, e) for e in events for p in rejector_plugins):
+            self._requeue(info)
+            return self._where[uid]
+        info.unschedulable_since = now
+        self._where[uid] = UNSCHEDULABLE
+        return UNSCHEDULABLE
+
+    # --- events -------------------------------------------------------------------------------
+
+    def on_event(self, event: str) -> int:
+        """A cluster event: record it for pods in flight, and move the unschedulable pods whose
+        rejector plugins care about it. Returns how many pods moved."""
+        for events in self._in_flight_events.values():
+            events.append(event)
+        moved = 0
+        for uid, where in list(self._where.items()):
+            if where != UNSCHEDULABLE:
+                continue
+            info = self._infos[uid]
+            if any(plugin_cares(plugin, event) for plugin in info.unschedulable_plugins):
+                self._requeue(info)
+                moved += 1
+        return moved
+
+    def flush_unschedulable_leftover(self) -> int:
+        """Pods that waited longer than podMaxInUnschedulablePodsDuration are retried."""
+        now = self.clock()
+        moved = 0
+        for uid, where in list(self._where.items()):
+            if where == UNSCHEDULABLE:
+                info = self._infos[uid]
+                if now - info.unschedulable_since > self.max_in_unschedulable:
+                    self._requeue(info)
+                    moved += 1
+        return moved
+
+    def activate(self, uid: str) -> None:
+        """Force a pod out of the pool or backoff into activeQ (used when async actuation fails)."""
+        where = self._where.get(uid)
+        if where in (UNSCHEDULABLE, BACKOFF):
+            self._push_active(self._infos[uid])
+        elif where == IN_FLIGHT:
+            self._in_flight_events.setdefault(uid, []).append(FORCE_ACTIVATE)
+
+    # --- introspection ------------------------------------------------------------------------
+
+    def pending_counts(self) -> dict[str, int]:
+        counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0}
+        for where in self._where.values():
+            counts[where] += 1
+        return counts
+
+    def next_backoff_expiry(self) -> float | None:
+        live = [e for e in self._backoff if self._entry_seq.get(e[4]) == e[3] and self._where.get(e[4]) == BACKOFF]
+        return min((e[0] for e in live), default=None)
+
+    def oldest_unschedulable_since(self) -> float | None:
+        return min(
+            (self._infos[uid].unschedulable_since for uid, w in self._where.items() if w == UNSCHEDULABLE),
+            default=None,
+        )
+
+    def pods_in(self, where: str) -> Iterator[QueuedPodInfo]:
+        for uid, location in self._where.items():
+            if location == where:
+                yield self._infos[uid]

@@ -1,0 +1,1 @@
+"""One scheduling cycle (upstream schedule_one.go) and the scheduler loop around it."""

@@ -1,0 +1,1 @@
+"""`podsched simulate`: the algorithm end to end in one process on a simulated clock."""

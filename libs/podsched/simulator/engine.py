@@ -1,0 +1,242 @@
+"""`podsched simulate`: the whole scheduler in one process, on a simulated clock.
+
+The same queue, framework, preemption and cluster code as the services, wired directly:
+apply a file's objects -> schedule until nothing changes (grace periods and backoff elapse in
+simulated time) -> next file. Deterministic: the preemption candidate offset is 0 and score ties
+go to the first node in node order, unless an offset/RNG is injected.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from podsched.api.errors import ApiError
+from podsched.api.manifests import decode_object, load_documents
+from podsched.api.types import KIND_NODE, KIND_POD, POD_PENDING, Pod
+from podsched.cluster.state import (
+    ADDED,
+    MODIFIED,
+    REMOVED,
+    BindError,
+    Change,
+    Cluster,
+)
+from podsched.config.scheduler_config import SchedulerConfig
+from podsched.plugins.registry import build_algorithm
+from podsched.preemption.evaluator import DryRunExecutor
+from podsched.queue import scheduling_queue as sq
+from podsched.scheduler.schedule_one import CycleResult
+
+# 2026-01-01T00:00:00Z: simulated time starts here so output is reproducible.
+SIMULATION_EPOCH = 1767225600.0
+DEFAULT_MAX_CYCLES = 1_000_000
+
+
+@dataclass(slots=True)
+class Rejection:
+    kind: str
+    namespace: str
+    name: str
+    reason: str
+    message: str
+    source: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "kind": self.kind, "namespace": self.namespace, "name": self.name,
+            "reason": self.reason, "message": self.message,
+        }
+
+
+@dataclass(slots=True)
+class CycleLog:
+    """What one scheduling attempt decided (for tests, `describe` and benchmarks)."""
+
+    time: float
+    pod: str
+    attempt: int
+    node: str = ""
+    message: str = ""
+    nominated: str = ""
+    victims: list[str] = field(default_factory=list)
+
+
+class Simulator:
+    def __init__(
+        self,
+        config: SchedulerConfig | None = None,
+        start_time: float = SIMULATION_EPOCH,
+        offset: Callable[[int], int] | None = None,
+        rng: random.Random | None = None,
+        executor: DryRunExecutor | None = None,
+    ) -> None:
+        self.config = config or SchedulerConfig()
+        self.now = start_time
+        clock = self.clock
+        self.cluster = Cluster(clock)
+        self.queue = sq.SchedulingQueue(
+            clock, self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds
+        )
+        self.algorithm = build_algorithm(
+            self.config, self.queue.nominator, offset=offset or (lambda n: 0), rng=rng, executor=executor
+        )
+        self.cluster.listeners.append(self._on_change)
+        self.rejected: list[Rejection] = []
+        self.cycles: list[CycleLog] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    # --- input --------------------------------------------------------------------------------
+
+    def apply_text(self, text: str, source: str = "-") -> list[Rejection]:
+        """Apply every object of one file (document order). Bad objects are rejected one by one and
+        change nothing; malformed files are rejected whole."""
+        rejected: list[Rejection] = []
+        try:
+            documents = load_documents(text, source)
+        except ApiError as error:
+            rejected.append(Rejection(error.kind or "", error.namespace, error.name or source, error.reason, error.kubectl_message(), source))
+            self.rejected.extend(rejected)
+            return rejected
+        for document in documents:
+            try:
+                self.cluster.apply(decode_object(document))
+            except ApiError as error:
+                metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+                namespace = error.namespace or str(metadata.get("namespace", "") or "")
+                if not namespace and error.kind in ("Pod", "PodDisruptionBudget"):
+                    namespace = "default"
+                rejected.append(
+                    Rejection(
+                        error.kind or str(document.get("kind", "")), namespace,
+                        error.name or str(metadata.get("name", "")), error.reason, error.kubectl_message(), source,
+                    )
+                )
+        self.rejected.extend(rejected)
+        return rejected
+
+    def apply_file(self, path: str) -> list[Rejection]:
+        if path == "-":
+            import sys
+
+            return self.apply_text(sys.stdin.read(), "-")
+        with open(path, encoding="utf-8") as handle:
+            return self.apply_text(handle.read(), path)
+
+    # --- cluster events -> queue --------------------------------------------------------------
+
+    def _on_change(self, change: Change) -> None:
+        queue = self.queue
+        if change.kind == KIND_NODE:
+            if change.type in (ADDED, MODIFIED):
+                queue.on_event(sq.NODE_ADD if change.type == ADDED else sq.NODE_UPDATE)
+            return
+        if change.kind != KIND_POD:
+            return
+        old, new = change.old, change.new
+        assert old is None or isinstance(old, Pod)
+        assert new is None or isinstance(new, Pod)
+        if change.type == ADDED and new is not None:
+            if new.spec.node_name:
+                queue.on_event(sq.ASSIGNED_POD_ADD)
+            elif new.status.phase == POD_PENDING:
+                queue.add(new)
+        elif change.type == MODIFIED and old is not None and new is not None:
+            if not new.spec.node_name:
+                queue.update(old, new)
+            elif not old.spec.node_name:
+                queue.done(new.uid)
+                queue.nominator.remove(new)
+                queue.on_event(sq.ASSIGNED_POD_ADD)
+            else:
+                queue.on_event(sq.ASSIGNED_POD_UPDATE)
+        elif change.type == REMOVED and old is not None:
+            queue.delete(old)
+            if old.spec.node_name:
+                queue.on_event(sq.ASSIGNED_POD_DELETE)
+
+    # --- scheduling ---------------------------------------------------------------------------
+
+    def schedule_one(self) -> CycleLog | None:
+        """Pop one pod and run one scheduling cycle; actuate its decision. None if nothing to do."""
+        info = self.queue.pop()
+        if info is None:
+            return None
+        pod = self.cluster.pods_by_uid.get(info.pod.uid)
+        if pod is None or pod.spec.node_name:
+            self.queue.done(info.pod.uid)
+            return None
+        snapshot = self.cluster.snapshot()
+        result = self.algorithm.schedule(pod, snapshot, self.cluster.pdb_list(), self.queue.nominator, self.now)
+        log = CycleLog(self.now, f"{pod.namespace}/{pod.name}", info.attempts)
+        if result.node_name:
+            try:
+                self.cluster.bind(pod.uid, result.node_name)
+                log.node = result.node_name
+                self.cycles.append(log)
+                return log
+            except BindError as error:  # the binder refuses; back off and retry
+                result = CycleResult(pod, error=str(error))
+        self._handle_failure(info, pod, result, log)
+        self.cycles.append(log)
+        return log
+
+    def _handle_failure(self, info: sq.QueuedPodInfo, pod: Pod, result: CycleResult, log: CycleLog) -> None:
+        """Actuate preemption, then the failure handler: nominatedNodeName, PodScheduled=False,
+        FailedScheduling event, and back to the queue."""
+        post_filter = result.post_filter
+        if post_filter is not None and post_filter.nominated_node_name:
+            node = post_filter.nominated_node_name
+            for victim in post_filter.victims:
+                self.cluster.preempt_victim(victim.uid, pod, node)
+            for nominated in post_filter.lower_priority_nominated_pods:
+                self.cluster.clear_nomination(
+                    nominated.uid, f"pod {pod.namespace}/{pod.name} with higher priority preempted on that node"
+                )
+            log.victims = [f"{v.namespace}/{v.name}" for v in post_filter.victims]
+            log.nominated = node
+            self.queue.nominator.add(info.pod_info, node)
+            self.cluster.nominate(pod.uid, node, len(post_filter.victims))
+        elif post_filter is not None and pod.status.nominated_node_name:
+            self.cluster.clear_nomination(pod.uid, "preemption is not helpful for scheduling")
+        message = result.message
+        log.message = message
+        self.cluster.mark_unschedulable(pod.uid, message)
+        fresh = self.queue.info(pod.uid)
+        self.queue.add_unschedulable_if_not_present(
+            fresh or info, result.rejector_plugins, error=bool(result.error), message=message
+        )
+
+    def run_until_quiescent(self, max_cycles: int = DEFAULT_MAX_CYCLES) -> int:
+        """Schedule until nothing changes: no runnable pod, no pending termination, no backoff to wait
+        for. Pods left in the unschedulable pool would only be retried by the 5-minute flush, which
+        cannot succeed because nothing changed since they failed. Returns the cycles run."""
+        cycles = 0
+        while cycles < max_cycles:
+            self.cluster.complete_terminations()
+            counts = self.queue.pending_counts()
+            if counts[sq.ACTIVE] or (counts[sq.BACKOFF] and self.queue.pop_from_backoff_q):
+                if self.schedule_one() is not None:
+                    cycles += 1
+                continue
+            next_times = [t for t in (self.cluster.next_termination_time(), self.queue.next_backoff_expiry()) if t is not None]
+            if not next_times:
+                break
+            self.now = max(self.now, min(next_times))
+            self.queue.flush_unschedulable_leftover()
+        return cycles
+
+    # --- output -------------------------------------------------------------------------------
+
+    def result(self) -> dict[str, Any]:
+        from podsched.api.manifests import encode_object, format_timestamp
+
+        return {
+            "pods": [encode_object(pod) for pod in self.cluster.history.values()],
+            "events": [event.to_dict(format_timestamp) for event in self.cluster.events],
+            "rejected": [r.to_dict() for r in self.rejected],
+        }

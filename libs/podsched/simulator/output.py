@@ -1,0 +1,58 @@
+"""Render a simulation result as JSON, YAML or a kubectl-like table."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+
+
+def render(result: dict[str, Any], output: str) -> str:
+    if output == "json":
+        return json.dumps(result, indent=2, sort_keys=False) + "\n"
+    if output == "yaml":
+        return str(yaml.safe_dump(result, sort_keys=False, default_flow_style=False))
+    return render_table(result)
+
+
+def _row(columns: list[str], widths: list[int]) -> str:
+    return "   ".join(value.ljust(width) for value, width in zip(columns, widths, strict=True)).rstrip()
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i]) for i in range(len(header))]
+    return [_row(header, widths)] + [_row(r, widths) for r in rows]
+
+
+def pod_status_word(pod: dict[str, Any]) -> str:
+    if pod.get("metadata", {}).get("deletionTimestamp"):
+        return "Terminated" if pod.get("status", {}).get("phase") != "Running" else "Terminating"
+    return str(pod.get("status", {}).get("phase", "Pending"))
+
+
+def render_table(result: dict[str, Any]) -> str:
+    lines: list[str] = []
+    rows = []
+    for pod in result["pods"]:
+        meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status", {})
+        rows.append([
+            meta.get("namespace", ""), meta.get("name", ""), str(spec.get("priority", 0)),
+            pod_status_word(pod), spec.get("nodeName") or "<none>", status.get("nominatedNodeName") or "<none>",
+        ])
+    lines += _table(["NAMESPACE", "NAME", "PRIORITY", "STATUS", "NODE", "NOMINATED NODE"], rows)
+    if result["events"]:
+        lines.append("")
+        event_rows = [
+            [
+                e["type"], e["reason"],
+                f"{e['involvedObject']['kind'].lower()}/{e['involvedObject']['name']}",
+                e["message"] + (f" (x{e['count']})" if e.get("count", 1) > 1 else ""),
+            ]
+            for e in result["events"]
+        ]
+        lines += _table(["TYPE", "REASON", "OBJECT", "MESSAGE"], event_rows)
+    if result["rejected"]:
+        lines.append("")
+        lines += [r["message"] for r in result["rejected"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,766 @@
+"""Install and run a real, single-node Apache Kafka broker (KRaft, combined broker+controller) locally.
+
+The broker is the genuine Apache Kafka server, resolved from Maven Central by ``deploy/local/kafka/pom.xml``
+and started with ``java -cp <libs>/* kafka.Kafka``: no Docker, no tarball download, no ZooKeeper. It serves
+the tests (:class:`KafkaBroker`, one per test module or session, on free loopback ports) and ``make run``
+(the CLI below, on the fixed port 19092).
+
+CLI::
+
+    python -m podsched_devstack.kafka install                 # resolve the jars into the cache
+    python -m podsched_devstack.kafka start [--data-dir D] [--port P]   # prints the bootstrap address
+    python -m podsched_devstack.kafka status [--data-dir D]
+    python -m podsched_devstack.kafka stop [--data-dir D]
+
+Standard library only: the readiness check speaks the Kafka wire protocol itself (one Metadata request) so
+this module works before aiokafka is installed and from inside a running event loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import fcntl
+import hashlib
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Self
+
+__all__ = [
+    "DEFAULT_HEAP",
+    "DevstackError",
+    "KafkaBroker",
+    "ensure_kafka_installed",
+    "kafka_version",
+]
+
+#: Heap for the test/dev broker. A single node with a few small topics runs in well under 512 MB of heap;
+#: the stock start script's 1 GB is sized for real load.
+DEFAULT_HEAP = "-Xms256m -Xmx768m"
+
+#: Ports for the CLI (``make run``); tests pick free ports instead.
+CLI_DEFAULT_PORT = 19092
+
+INSTALL_HINT = "install them with: apt-get install openjdk-17-jre-headless maven"
+
+_POM_RELPATH = Path("deploy/local/kafka/pom.xml")
+_LOG4J_RELPATH = Path("deploy/local/kafka/log4j.properties")
+_MAVEN_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+# Pinned: an unpinned plugin makes Maven 3.8 resolve "latest" and print a warning on every run.
+_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+_HOST = "127.0.0.1"
+
+
+class DevstackError(RuntimeError):
+    """A local-infrastructure step failed; the message says what to do about it."""
+
+
+# ----------------------------------------------------------------------------------------------------
+# Install
+# ----------------------------------------------------------------------------------------------------
+
+
+def repo_root() -> Path:
+    """The podsched checkout this module runs from (the pom and log4j config live there, not in the wheel)."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / _POM_RELPATH).is_file():
+            return parent
+    raise DevstackError(f"no {_POM_RELPATH} above {here}: run podsched_devstack from a podsched checkout")
+
+
+def cache_root() -> Path:
+    """Where downloaded jars live: ``$PODSCHED_CACHE`` or ``~/.cache/podsched`` (never inside the repo)."""
+    configured = os.environ.get("PODSCHED_CACHE")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "podsched"
+
+
+def kafka_version(pom: Path | None = None) -> str:
+    """The Kafka version pinned in the pom, so the version is written down in exactly one place."""
+    pom = pom or repo_root() / _POM_RELPATH
+    root = ET.parse(pom).getroot()
+    for dep in root.iterfind("m:dependencies/m:dependency", _MAVEN_NS):
+        if dep.findtext("m:groupId", namespaces=_MAVEN_NS) == "org.apache.kafka" and (
+            dep.findtext("m:artifactId", namespaces=_MAVEN_NS) or ""
+        ).startswith("kafka_"):
+            version = dep.findtext("m:version", namespaces=_MAVEN_NS)
+            if version:
+                return version.strip()
+    raise DevstackError(f"{pom} has no org.apache.kafka:kafka_<scala> dependency with a version")
+
+
+def _find_tool(name: str) -> str:
+    if name == "java":
+        # Honour JAVA_HOME like Kafka's own scripts, so a machine with several JDKs picks the intended one.
+        java_home = os.environ.get("JAVA_HOME")
+        if java_home and os.access(Path(java_home) / "bin" / "java", os.X_OK):
+            return str(Path(java_home) / "bin" / "java")
+    found = shutil.which(name)
+    if found is None:
+        raise DevstackError(
+            f"`{name}` is not on PATH. The local Kafka broker needs a Java 17+ runtime and Maven: "
+            + INSTALL_HINT
+        )
+    return found
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """Serialise installs across processes (parallel test workers, `make run` next to a test run)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def ensure_kafka_installed() -> Path:
+    """Resolve the Kafka jars into ``<cache>/kafka-<version>/libs`` once and return that directory.
+
+    The first call runs Maven (about 6 s from an empty ``~/.m2``: 73 MB downloaded, 57 jars / 46 MB
+    copied); later calls only read a marker file. The marker holds a hash of the pom, so editing the pom
+    (e.g. another logging jar) triggers a fresh copy instead of silently reusing a stale classpath.
+    """
+    pom = repo_root() / _POM_RELPATH
+    version = kafka_version(pom)
+    home = cache_root() / f"kafka-{version}"
+    libs = home / "libs"
+    marker = home / ".installed"
+    stamp = hashlib.sha256(pom.read_bytes()).hexdigest()
+
+    def installed() -> bool:
+        return libs.is_dir() and marker.is_file() and marker.read_text().strip() == stamp
+
+    if installed():
+        return libs
+    # Checked before Maven runs so the error names the missing tool, not a later "java: not found".
+    _find_tool("java")
+    mvn = _find_tool("mvn")
+    with _file_lock(home / ".install.lock"):
+        if installed():  # another process finished the install while we waited for the lock
+            return libs
+        # Copy into a private directory and rename at the end: an interrupted install never looks complete.
+        staging = home / f"libs.partial-{os.getpid()}"
+        shutil.rmtree(staging, ignore_errors=True)
+        cmd = [
+            mvn, "-B", "-q", "-Dstyle.color=never", "-f", str(pom),
+            f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
+            "-DincludeScope=runtime", f"-DoutputDirectory={staging}",
+        ]  # fmt: skip
+        result = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            shutil.rmtree(staging, ignore_errors=True)
+            output = _ANSI.sub("", result.stdout + result.stderr).strip().splitlines()
+            raise DevstackError(
+                f"Maven could not resolve Kafka {version} (exit {result.returncode}); command: "
+                f"{shlex.join(cmd)}\n" + "\n".join(output[-40:])
+            )
+        if not (staging / f"kafka_2.13-{version}.jar").is_file():
+            raise DevstackError(f"Maven finished but {staging} has no kafka_2.13-{version}.jar")
+        shutil.rmtree(libs, ignore_errors=True)
+        staging.rename(libs)
+        marker.write_text(stamp + "\n")
+    return libs
+
+
+# ----------------------------------------------------------------------------------------------------
+# Wire-protocol readiness probe
+# ----------------------------------------------------------------------------------------------------
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            raise ConnectionError("broker closed the connection mid-response")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def probe_metadata(host: str, port: int, timeout: float = 2.0) -> list[tuple[int, str, int]]:
+    """Send one Metadata v1 request (for no topics) and return the live brokers as (node id, host, port).
+
+    A KRaft broker lists itself only once it has caught up with the metadata log and been unfenced, i.e.
+    when produce and consume work. A TCP connect alone succeeds earlier than that. Metadata v1 is served by
+    every broker from 0.10 to 4.x (4.0 dropped v0-v3 and restored them for older clients, KAFKA-18648).
+    """
+    client_id = b"podsched-devstack"
+    correlation_id = 0x5EED
+    # Request header v1 (api_key=3 Metadata, api_version=1, correlation id, int16-length client id), then the
+    # v1 body: a topics array of length 0, which in v1 means "no topics" (-1 would mean all of them).
+    request = struct.pack(">hhih", 3, 1, correlation_id, len(client_id)) + client_id + struct.pack(">i", 0)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(struct.pack(">i", len(request)) + request)
+        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        body = _recv_exact(sock, size)
+
+    offset = 0
+
+    def take(fmt: str) -> int:
+        nonlocal offset
+        (value,) = struct.unpack_from(fmt, body, offset)
+        offset += struct.calcsize(fmt)
+        return int(value)
+
+    def take_string() -> str | None:
+        nonlocal offset
+        length = take(">h")
+        if length < 0:
+            return None
+        text = body[offset : offset + length].decode()
+        offset += length
+        return text
+
+    if take(">i") != correlation_id:
+        raise ConnectionError("metadata response does not match the request")
+    brokers = []
+    for _ in range(take(">i")):
+        node_id = take(">i")
+        broker_host = take_string() or ""
+        broker_port = take(">i")
+        take_string()  # rack
+        brokers.append((node_id, broker_host, broker_port))
+    return brokers
+
+
+# ----------------------------------------------------------------------------------------------------
+# Broker
+# ----------------------------------------------------------------------------------------------------
+
+
+def _free_ports(count: int) -> list[int]:
+    """Distinct free loopback ports. All sockets stay open until every port is chosen, so none repeats."""
+    with contextlib.ExitStack() as stack:
+        ports = []
+        for _ in range(count):
+            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            sock.bind((_HOST, 0))
+            ports.append(sock.getsockname()[1])
+        return ports
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        with path.open("rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 32_768))
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return "(none)"
+    return "\n".join(text.splitlines()[-lines:]) or "(empty)"
+
+
+def _process_cmdline(pid: int) -> str | None:
+    """The command line of a live process, or None if it is gone (zombies count as gone)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError:  # no /proc (macOS): fall back to "is the pid alive" without identity
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        return ""
+    return raw.replace(b"\0", b" ").decode(errors="replace") or None
+
+
+def _rss_bytes(pid: int) -> int | None:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+class KafkaBroker:
+    """One single-node Kafka broker (combined KRaft broker+controller) on loopback, owning ``data_dir``.
+
+    ``data_dir`` holds everything: ``server.properties``, the topic data (``kraft-logs/``), the logs
+    (``logs/server.log``, ``logs/broker.out``), ``broker.pid`` and ``bootstrap.servers``. Starting again on
+    the same directory reuses it, so topics, records and committed offsets survive a restart.
+
+    With ``port=None`` the ports recorded in an existing ``data_dir`` are reused (clients keep one address
+    across restarts); a fresh directory gets free ports.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int | None = None,
+        controller_port: int | None = None,
+        heap: str = DEFAULT_HEAP,
+        jvm_opts: Sequence[str] = (),
+    ) -> None:
+        self._data_dir = Path(data_dir).expanduser().resolve()
+        recorded = self._recorded_ports()
+        if port is None and controller_port is None and recorded is not None:
+            port, controller_port = recorded
+        if port is None or controller_port is None:
+            free = iter(p for p in _free_ports(3) if p not in (port, controller_port))
+            port = port if port is not None else next(free)
+            controller_port = controller_port if controller_port is not None else next(free)
+        if port == controller_port:
+            raise ValueError(f"port and controller_port must differ (both {port})")
+        self._port = port
+        self._controller_port = controller_port
+        self._heap = heap
+        self._jvm_opts = tuple(jvm_opts)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stdout: IO[bytes] | None = None
+        self.last_startup_seconds: float | None = None
+
+    # -- paths and properties --------------------------------------------------------------------------
+
+    @property
+    def data_dir(self) -> Path:
+        return self._data_dir
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def controller_port(self) -> int:
+        return self._controller_port
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{_HOST}:{self._port}"
+
+    @property
+    def server_properties(self) -> Path:
+        return self._data_dir / "server.properties"
+
+    @property
+    def log_dir(self) -> Path:
+        """Kafka's ``log.dirs``: the topic data and the KRaft metadata log."""
+        return self._data_dir / "kraft-logs"
+
+    @property
+    def logs_dir(self) -> Path:
+        """Human-readable logs: ``server.log`` (log4j) and ``broker.out`` (JVM stdout/stderr)."""
+        return self._data_dir / "logs"
+
+    @property
+    def pid_file(self) -> Path:
+        return self._data_dir / "broker.pid"
+
+    @property
+    def bootstrap_file(self) -> Path:
+        """The bootstrap address while the broker runs, for scripts: ``$(cat .../bootstrap.servers)``."""
+        return self._data_dir / "bootstrap.servers"
+
+    @property
+    def pid(self) -> int | None:
+        """Pid of the running broker: ours, or one started on this data_dir by another process (the CLI)."""
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc.pid
+        return self._pid_from_file()
+
+    def rss_bytes(self) -> int | None:
+        pid = self.pid
+        return _rss_bytes(pid) if pid is not None else None
+
+    def is_running(self) -> bool:
+        return self.pid is not None
+
+    def is_ready(self) -> bool:
+        """True when the broker answers a Metadata request and lists itself."""
+        try:
+            brokers = probe_metadata(_HOST, self._port)
+        except (OSError, ValueError, struct.error):  # not listening yet, closed mid-response, garbage
+            return False
+        return any(port == self._port for _, _, port in brokers)
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 90.0) -> None:
+        """Start the broker (formatting ``data_dir`` on first use) and return once it serves metadata."""
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                return
+            self._release()  # it died on its own since the last start
+        other = self._pid_from_file()
+        if other is not None:
+            raise DevstackError(
+                f"a Kafka broker (pid {other}) is already running on {self._data_dir}; "
+                f"stop it with: {sys.executable} -m podsched_devstack.kafka stop --data-dir {self._data_dir}"
+            )
+        began = time.monotonic()
+        libs = ensure_kafka_installed()
+        java = _find_tool("java")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        self.server_properties.write_text(self._render_properties())
+        self._format_storage(java, libs)
+
+        cmd = [
+            java, *shlex.split(self._heap), *self._broker_jvm_flags(), *self._common_jvm_flags(libs),
+            "kafka.Kafka", str(self.server_properties),
+        ]  # fmt: skip
+        self._stdout = (self.logs_dir / "broker.out").open("ab")
+        self._stdout.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(cmd)}\n".encode())
+        self._stdout.flush()
+        # New session: Ctrl-C in a terminal running pytest or `make run` must not hit the JVM directly; its
+        # shutdown is ours to drive (SIGTERM, then SIGKILL), and the CLI leaves it running detached.
+        self._proc = subprocess.Popen(
+            cmd,
+            cwd=self._data_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=self._stdout,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.pid_file.write_text(f"{self._proc.pid}\n")
+        try:
+            self._wait_ready(began + timeout, timeout)
+        except BaseException:
+            self._terminate(grace=5.0)
+            raise
+        self.bootstrap_file.write_text(self.bootstrap_servers + "\n")
+        self.last_startup_seconds = time.monotonic() - began
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Controlled shutdown (SIGTERM); SIGKILL if it has not exited after ``timeout`` seconds.
+
+        Also stops a broker that another process (the CLI) started on this data_dir, found via the pid file.
+        """
+        if self._proc is None:
+            pid = self._pid_from_file()
+            if pid is not None:
+                _stop_pid(pid, timeout)
+            self._forget_run_files()
+            return
+        self._terminate(grace=timeout)
+
+    def kill9(self) -> None:
+        """Crash the broker (SIGKILL, no shutdown hooks) for crash-recovery tests.
+
+        The pid and bootstrap files are deliberately left behind, as after a real crash; :meth:`start` ignores
+        a stale pid file.
+        """
+        pid = self.pid
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._release()
+        elif pid is not None:
+            os.kill(pid, signal.SIGKILL)
+
+    def detach(self) -> None:
+        """Let the broker outlive this Python process (the CLI's ``start``).
+
+        Afterwards this object (or any other on the same data_dir) finds the broker through the pid file.
+        """
+        proc, self._proc = self._proc, None
+        if self._stdout is not None:  # the child has its own copy of the descriptor
+            self._stdout.close()
+            self._stdout = None
+        # Popen.__del__ warns about a child that is still running, which here is the intent. Dropping the
+        # last reference inside the filter runs __del__ right now (reference counting), so nothing leaks out.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            del proc
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"KafkaBroker({self.bootstrap_servers}, data_dir={self._data_dir}, pid={self.pid})"
+
+    # -- internals -------------------------------------------------------------------------------------
+
+    def _broker_jvm_flags(self) -> list[str]:
+        # GC flags as in Kafka's kafka-run-class.sh; ExitOnOutOfMemoryError so a broken broker dies loudly
+        # instead of limping on and timing tests out.
+        return [
+            "-server",
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-XX:InitiatingHeapOccupancyPercent=35",
+            "-XX:+ExplicitGCInvokesConcurrent",
+            "-XX:+ExitOnOutOfMemoryError",
+            "-Djava.awt.headless=true",
+            *self._jvm_opts,
+        ]
+
+    def _common_jvm_flags(self, libs: Path) -> list[str]:
+        """Logging and classpath, shared by the broker and the storage tool."""
+        return [
+            f"-Dkafka.logs.dir={self.logs_dir}",
+            f"-Dlog4j.configuration=file:{repo_root() / _LOG4J_RELPATH}",
+            "-cp",
+            f"{libs}/*",
+        ]
+
+    def _render_properties(self) -> str:
+        p, c = self._port, self._controller_port
+        return "\n".join(
+            [
+                "# Written by podsched_devstack.kafka on every start; edits are overwritten.",
+                "# Combined broker+controller, one node, static quorum (the same on Kafka 3.9 and 4.x).",
+                "process.roles=broker,controller",
+                "node.id=1",
+                f"controller.quorum.voters=1@{_HOST}:{c}",
+                f"listeners=PLAINTEXT://{_HOST}:{p},CONTROLLER://{_HOST}:{c}",
+                f"advertised.listeners=PLAINTEXT://{_HOST}:{p}",
+                "controller.listener.names=CONTROLLER",
+                "inter.broker.listener.name=PLAINTEXT",
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                f"log.dirs={self.log_dir}",
+                "num.partitions=1",
+                "# One node: every replication factor must be 1 or internal topics are never created.",
+                "default.replication.factor=1",
+                "offsets.topic.replication.factor=1",
+                "transaction.state.log.replication.factor=1",
+                "transaction.state.log.min.isr=1",
+                "# The defaults (50 each) create 50 partitions, each with mmapped index files, on the first",
+                "# consumer group / transaction: slow on 2 cores and pointless on one node.",
+                "offsets.topic.num.partitions=5",
+                "transaction.state.log.num.partitions=5",
+                "# Default 3000 ms: every first consumer-group join would wait 3 s.",
+                "group.initial.rebalance.delay.ms=0",
+                "# After a kill -9 the restarted controller keeps the dead incarnation's session alive for",
+                "# broker.session.timeout.ms and rejects the new registration until then (default 9 s, which",
+                "# made every crash restart take 12 s). 5 s still tolerates 4 missed 1 s heartbeats, and the",
+                "# heartbeats only travel over loopback inside one JVM.",
+                "broker.session.timeout.ms=5000",
+                "broker.heartbeat.interval.ms=1000",
+                "",
+            ]
+        )
+
+    def _format_storage(self, java: str, libs: Path) -> None:
+        # meta.properties is written by the format step; its presence means "formatted, reuse the data".
+        if (self.log_dir / "meta.properties").is_file():
+            return
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cmd = [
+            java, "-Xmx256m", *self._common_jvm_flags(libs),
+            "kafka.tools.StorageTool", "format",
+            "-t", cluster_id, "-c", str(self.server_properties), "--ignore-formatted",
+        ]  # fmt: skip
+        result = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise DevstackError(
+                f"kafka-storage format failed (exit {result.returncode}): {shlex.join(cmd)}\n"
+                f"{result.stdout}{result.stderr}"
+            )
+
+    def _wait_ready(self, deadline: float, timeout: float) -> None:
+        assert self._proc is not None
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                raise DevstackError(f"Kafka broker exited (code {code}) while starting.\n{self._log_tails()}")
+            if self.is_ready():
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DevstackError(
+                    f"Kafka broker on {self.bootstrap_servers} not ready after {timeout:.0f} s.\n"
+                    + self._log_tails()
+                )
+            # Waiting on the process (not a bare sleep) paces the probes and notices a crash immediately.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=min(0.25, remaining))
+
+    def _log_tails(self) -> str:
+        return (
+            f"--- {self.logs_dir / 'broker.out'} (tail) ---\n{_tail(self.logs_dir / 'broker.out')}\n"
+            f"--- {self.logs_dir / 'server.log'} (tail) ---\n{_tail(self.logs_dir / 'server.log')}"
+        )
+
+    def _terminate(self, grace: float) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._release()
+        self._forget_run_files()
+
+    def _forget_run_files(self) -> None:
+        self.pid_file.unlink(missing_ok=True)
+        self.bootstrap_file.unlink(missing_ok=True)
+
+    def _release(self) -> None:
+        self._proc = None
+        if self._stdout is not None:
+            self._stdout.close()
+            self._stdout = None
+
+    def _pid_from_file(self) -> int | None:
+        """The pid in ``broker.pid`` if that process is still a Kafka broker for this data_dir.
+
+        Checks the command line, not just liveness, so a stale file whose pid was reused by an unrelated
+        process is never signalled.
+        """
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        cmdline = _process_cmdline(pid)
+        if cmdline is None:
+            return None
+        if cmdline and ("kafka.Kafka" not in cmdline or str(self.server_properties) not in cmdline):
+            return None
+        return pid
+
+    def _recorded_ports(self) -> tuple[int, int] | None:
+        try:
+            text = self.server_properties.read_text()
+        except OSError:
+            return None
+        broker = re.search(r"^listeners=.*PLAINTEXT://[^:,]+:(\d+)", text, re.MULTILINE)
+        controller = re.search(r"^listeners=.*CONTROLLER://[^:,]+:(\d+)", text, re.MULTILINE)
+        if broker is None or controller is None:
+            return None
+        return int(broker.group(1)), int(controller.group(1))
+
+
+def _stop_pid(pid: int, timeout: float) -> None:
+    """SIGTERM a broker that is not our child process, then SIGKILL it if it outlives ``timeout``."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _process_cmdline(pid) is not None:
+        if time.monotonic() >= deadline:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10.0
+        # Not our child, so there is nothing to wait() on: poll /proc at a short interval.
+        time.sleep(0.1)
+
+
+# ----------------------------------------------------------------------------------------------------
+# CLI
+# ----------------------------------------------------------------------------------------------------
+
+
+def _default_data_dir() -> Path:
+    return repo_root() / ".cache" / "devstack" / "kafka"  # .cache/ is gitignored
+
+
+def _cli_broker(args: argparse.Namespace, *, fixed_default_port: bool) -> KafkaBroker:
+    """The broker the CLI arguments name.
+
+    ``start`` defaults to the fixed ports 19092/19093 so `make run` has a stable address; ``stop`` and
+    ``status`` without --port use whatever ports the data dir was last started with.
+    """
+    port, controller_port = args.port, args.controller_port
+    if port is None and fixed_default_port:
+        port = CLI_DEFAULT_PORT
+    if port is not None and controller_port is None:
+        controller_port = port + 1
+    return KafkaBroker(args.data_dir, port=port, controller_port=controller_port, heap=args.heap)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m podsched_devstack.kafka",
+        description="Install and run a local single-node Apache Kafka broker (KRaft) for podsched.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("install", help="resolve the Kafka jars from Maven Central into the cache")
+    for name, text in [
+        ("start", "start the broker in the background and print its bootstrap address"),
+        ("stop", "stop the broker started with `start`"),
+        ("status", "say whether the broker is up (exit 0) or not (exit 1)"),
+    ]:
+        cmd = sub.add_parser(name, help=text)
+        cmd.add_argument("--data-dir", type=Path, default=None, help="default: <repo>/.cache/devstack/kafka")
+        cmd.add_argument("--port", type=int, default=None, help=f"default: {CLI_DEFAULT_PORT}")
+        cmd.add_argument("--controller-port", type=int, default=None, help="default: port + 1")
+        cmd.add_argument("--heap", default=DEFAULT_HEAP, help=f"JVM heap flags (default: {DEFAULT_HEAP!r})")
+        cmd.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for start/stop")
+    args = parser.parse_args(argv)
+
+    try:
+        if args.command == "install":
+            began = time.monotonic()
+            libs = ensure_kafka_installed()
+            jars = len(list(libs.glob("*.jar")))
+            print(f"Kafka {kafka_version()}: {jars} jars in {libs} ({time.monotonic() - began:.1f} s)")
+            return 0
+
+        if args.data_dir is None:
+            args.data_dir = _default_data_dir()
+        broker = _cli_broker(args, fixed_default_port=args.command == "start")
+        if args.command == "stop":
+            pid = broker.pid
+            broker.stop(timeout=args.timeout)
+            print(f"stopped (pid {pid})" if pid is not None else "not running", file=sys.stderr)
+            return 0
+
+        if args.command == "status":
+            pid = broker.pid
+            if pid is None:
+                print("down")
+                return 1
+            if not broker.is_ready():
+                print(f"starting or unhealthy: pid {pid}, {broker.bootstrap_servers} does not serve metadata")
+                return 1
+            rss = broker.rss_bytes()
+            rss_text = f", RSS {rss / 2**20:.0f} MiB" if rss is not None else ""
+            print(f"up: {broker.bootstrap_servers} (pid {pid}{rss_text}, data {broker.data_dir})")
+            return 0
+
+        # start
+        if broker.pid is not None and broker.is_ready():
+            print(f"already running (pid {broker.pid})", file=sys.stderr)
+            print(broker.bootstrap_servers)
+            return 0
+        broker.start(timeout=args.timeout)
+        broker.detach()
+        stop_cmd = "python -m podsched_devstack.kafka stop"
+        if broker.data_dir != _default_data_dir().resolve():
+            stop_cmd += f" --data-dir {shlex.quote(str(broker.data_dir))}"
+        print(
+            f"Kafka {kafka_version()} up in {broker.last_startup_seconds:.1f} s (pid {broker.pid}); "
+            f"logs in {broker.logs_dir}; stop with: {stop_cmd}",
+            file=sys.stderr,
+        )
+        # stdout carries only the address, so `BOOTSTRAP=$(python -m podsched_devstack.kafka start)` works.
+        print(broker.bootstrap_servers)
+        return 0
+    except DevstackError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
