@@ -1,0 +1,1 @@
+"""Benchmarks: they measure and print; nothing here asserts speed."""

@@ -1,0 +1,174 @@
+"""The scheduling queue, after upstream's scheduling_queue_test.go: PrioritySort order, backoff
+1 s doubling to 10 s, moves on cluster events, in-flight events, the 5-minute leftover flush and
+the nominator."""
+
+from __future__ import annotations
+
+import pytest
+from builders import HIGH_PRIORITY, LOW_PRIORITY, MID_PRIORITY, make_pod
+
+from podsched.framework.node_info import PodInfo
+from podsched.plugins import names
+from podsched.queue import scheduling_queue as sq
+from podsched.queue.nominator import Nominator
+
+
+class FakeClock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def new_queue(clock: FakeClock, pop_from_backoff_q: bool = False) -> sq.SchedulingQueue:
+    return sq.SchedulingQueue(clock, pop_from_backoff_q=pop_from_backoff_q)
+
+
+def test_active_queue_pops_higher_priority_first_then_earlier_queue_time() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add(make_pod("low").priority(LOW_PRIORITY).obj())
+    clock.now += 1
+    queue.add(make_pod("high-late").priority(HIGH_PRIORITY).obj())
+    queue.add(make_pod("mid").priority(MID_PRIORITY).obj())
+    clock.now -= 0.5
+    queue.add(make_pod("high-early").priority(HIGH_PRIORITY).obj())
+    order = []
+    while (info := queue.pop()) is not None:
+        order.append(info.pod.name)
+    assert order == ["high-early", "high-late", "mid", "low"]
+
+
+@pytest.mark.parametrize(("attempts", "seconds"), [(0, 0), (1, 1), (2, 2), (3, 4), (4, 8), (5, 10), (9, 10)])
+def test_backoff_starts_at_one_second_and_doubles_up_to_ten(attempts: int, seconds: float) -> None:
+    queue = new_queue(FakeClock())
+    info = sq.QueuedPodInfo(PodInfo(make_pod("p").obj()), timestamp=0.0, attempts=attempts)
+    assert queue.backoff_duration(info) == seconds
+
+
+def fail(queue: sq.SchedulingQueue, plugins: set[str], error: bool = False) -> str:
+    info = queue.pop()
+    assert info is not None
+    return queue.add_unschedulable_if_not_present(info, plugins, error=error)
+
+
+def test_a_rejected_pod_waits_in_the_pool_until_an_event_its_rejector_cares_about() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add(make_pod("p").obj())
+    assert fail(queue, {names.NODE_RESOURCES_FIT}) == sq.UNSCHEDULABLE
+    assert queue.on_event(sq.ASSIGNED_POD_ADD) == 0, "a new pod on a node frees nothing"
+    assert queue.location(queue_uid(queue)) == sq.UNSCHEDULABLE
+    assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 1
+    assert queue.location(queue_uid(queue)) == sq.BACKOFF, "moved within its 1 s backoff"
+    clock.now += 1.0
+    assert queue.flush_backoff_completed() == 1
+    assert queue.location(queue_uid(queue)) == sq.ACTIVE
+
+
+def queue_uid(queue: sq.SchedulingQueue) -> str:
+    return next(iter(queue._infos))
+
+
+def test_node_affinity_rejections_ignore_pod_deletions_but_not_new_nodes() -> None:
+    queue = new_queue(FakeClock())
+    queue.add(make_pod("p").obj())
+    fail(queue, {names.NODE_AFFINITY})
+    assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 0
+    assert queue.on_event(sq.NODE_ADD) == 1
+
+
+def test_an_event_during_the_attempt_sends_the_pod_to_backoff_instead_of_the_pool() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add(make_pod("p").obj())
+    info = queue.pop()
+    assert info is not None
+    queue.on_event(sq.ASSIGNED_POD_DELETE)
+    assert queue.add_unschedulable_if_not_present(info, {names.NODE_RESOURCES_FIT}) == sq.BACKOFF
+
+
+def test_an_error_always_backs_off() -> None:
+    queue = new_queue(FakeClock())
+    queue.add(make_pod("p").obj())
+    assert fail(queue, set(), error=True) == sq.BACKOFF
+
+
+def test_the_queue_time_is_refreshed_so_a_retried_pod_queues_behind_its_equals() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add(make_pod("first").priority(MID_PRIORITY).obj())
+    queue.add(make_pod("second").priority(MID_PRIORITY).obj())
+    clock.now += 1
+    info = queue.pop()
+    assert info is not None and info.pod.name == "first"
+    queue.on_event(sq.NODE_ADD)  # in flight: the failed pod will go straight back
+    queue.add_unschedulable_if_not_present(info, {names.NODE_RESOURCES_FIT})
+    clock.now += 5
+    queue.flush_backoff_completed()
+    popped = [queue.pop(), queue.pop()]
+    assert [p.pod.name for p in popped if p] == ["second", "first"]
+
+
+def test_pods_left_unschedulable_for_five_minutes_are_retried() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add(make_pod("p").obj())
+    fail(queue, {names.NODE_AFFINITY})
+    clock.now += 299
+    assert queue.flush_unschedulable_leftover() == 0
+    clock.now += 2
+    assert queue.flush_unschedulable_leftover() == 1
+    assert queue.location(queue_uid(queue)) == sq.ACTIVE
+
+
+def test_an_idle_queue_pops_from_backoff_without_waiting_when_enabled() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock, pop_from_backoff_q=True)
+    queue.add(make_pod("p").obj())
+    fail(queue, set(), error=True)
+    assert queue.pop() is not None
+
+
+def test_a_waiting_pod_is_not_popped_before_its_backoff_ends_when_disabled() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    queue.add(make_pod("p").obj())
+    fail(queue, set(), error=True)
+    assert queue.pop() is None
+    clock.now += 1
+    assert queue.pop() is not None
+
+
+def test_a_deleted_pod_leaves_every_queue_and_its_nomination() -> None:
+    queue = new_queue(FakeClock())
+    pod = make_pod("p").nominated("n1").obj()
+    queue.add(pod)
+    assert queue.nominator.nominated_node(pod) == "n1"
+    queue.delete(pod)
+    assert queue.pop() is None
+    assert queue.nominator.nominated_pods_for_node("n1") == []
+
+
+def test_clearing_a_nomination_requeues_the_waiting_pod() -> None:
+    queue = new_queue(FakeClock())
+    pod = make_pod("p").nominated("n1").obj()
+    queue.add(pod)
+    fail(queue, {names.NODE_RESOURCES_FIT})
+    cleared = make_pod("p").uid(pod.uid).obj()
+    queue.update(pod, cleared)
+    assert queue.location(pod.uid) in (sq.ACTIVE, sq.BACKOFF)
+    assert queue.nominator.nominated_node(cleared) == ""
+
+
+def test_nominator_keeps_a_scheduler_nomination_across_unrelated_updates_and_ignores_bound_pods() -> None:
+    nominator = Nominator()
+    pod = make_pod("p").obj()
+    nominator.add(PodInfo(pod), "n1")
+    relabelled = make_pod("p").uid(pod.uid).label("x", "y").obj()
+    nominator.update(pod, PodInfo(relabelled))
+    assert nominator.nominated_node(relabelled) == "n1"
+    bound = make_pod("p").uid(pod.uid).node("n2").obj()
+    nominator.add(PodInfo(bound), "n1")
+    assert len(nominator) == 0
