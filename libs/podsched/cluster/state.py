@@ -404,6 +404,10 @@ class Cluster:
         self._terminations.pop(pod.uid, None)
         self.record(pod, ev.NORMAL, ev.DELETED, f"Pod {pod.namespace}/{pod.name} deleted", ev.BINDER_CONTROLLER)
         self._store_pod(pod, None)
+        if pod.status.phase == POD_RUNNING:
+            # The node agent moves a pod stopped by deletion to a terminal phase (KEP-3329), which
+            # is the last state anyone sees of it.
+            self.history[pod.uid] = replace(pod, status=replace(pod.status, phase=POD_FAILED))
 
     # --- binder semantics ---------------------------------------------------------------------
 
