@@ -82,6 +82,10 @@ class PodBuilder:
         self._spec.priority = value
         return self
 
+    def priority_class(self, name: str) -> PodBuilder:
+        self._spec.priority_class_name = name
+        return self
+
     def preemption_policy(self, policy: str) -> PodBuilder:
         self._spec.preemption_policy = policy
         return self
