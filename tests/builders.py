@@ -154,9 +154,7 @@ class PodBuilder:
         return self
 
     def spread(self, max_skew: int, topology_key: str, when: str = "DoNotSchedule", **match_labels: str) -> PodBuilder:
-        constraint = TopologySpreadConstraint(
-            max_skew, topology_key, when, LabelSelector(tuple(match_labels.items()))
-        )
+        constraint = TopologySpreadConstraint(max_skew, topology_key, when, LabelSelector(tuple(match_labels.items())))
         self._spec.topology_spread_constraints = (*self._spec.topology_spread_constraints, constraint)
         return self
 
@@ -170,7 +168,9 @@ class PodBuilder:
                 pod_anti_affinity=self._affinity.get("anti"),
             )
         spec = replace(self._spec, containers=containers, affinity=affinity)
-        return Pod(metadata=replace(self._meta, labels=dict(self._meta.labels)), spec=spec, status=replace(self._status))
+        return Pod(
+            metadata=replace(self._meta, labels=dict(self._meta.labels)), spec=spec, status=replace(self._status)
+        )
 
 
 def make_pod(name: str, namespace: str = "default") -> PodBuilder:
@@ -236,9 +236,13 @@ def make_pdb(
     )
 
 
-def make_priority_class(name: str, value: int, global_default: bool = False, policy: str = "PreemptLowerPriority") -> PriorityClass:
+def make_priority_class(
+    name: str, value: int, global_default: bool = False, policy: str = "PreemptLowerPriority"
+) -> PriorityClass:
     return PriorityClass(
-        metadata=ObjectMeta(name=name, uid=f"pc-{name}"), value=value, global_default=global_default,
+        metadata=ObjectMeta(name=name, uid=f"pc-{name}"),
+        value=value,
+        global_default=global_default,
         preemption_policy=policy,
     )
 

@@ -29,8 +29,12 @@ def _simulate(args: argparse.Namespace) -> int:
         try:
             simulator.apply_file(path)
         except OSError as error:
-            print(f'error: the path "{path}" does not exist' if isinstance(error, FileNotFoundError)
-                  else f"error: cannot read {path}: {error.strerror}", file=sys.stderr)
+            print(
+                f'error: the path "{path}" does not exist'
+                if isinstance(error, FileNotFoundError)
+                else f"error: cannot read {path}: {error.strerror}",
+                file=sys.stderr,
+            )
             return 1
         simulator.run_until_quiescent()
     sys.stdout.write(render(simulator.result(), args.output))
@@ -41,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="podsched", description="Kubernetes-style pod priority and preemption.")
     commands = parser.add_subparsers(dest="command", required=True)
     simulate = commands.add_parser(
-        "simulate", help="run the scheduling algorithm in one process on a simulated clock",
+        "simulate",
+        help="run the scheduling algorithm in one process on a simulated clock",
         description="Apply files in order; after each, schedule until nothing changes (grace periods and "
         "backoff elapse in simulated time). Prints every pod ever created, the events and the rejected objects.",
     )

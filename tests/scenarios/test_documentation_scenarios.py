@@ -19,15 +19,23 @@ GIB = "1Gi"
 
 def node(name: str, cpu: str = "4", labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
-        "apiVersion": "v1", "kind": "Node",
+        "apiVersion": "v1",
+        "kind": "Node",
         "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
         "status": {"capacity": {"cpu": cpu, "memory": "16Gi", "pods": "110"}},
     }
 
 
 def pod(
-    name: str, priority_class: str, cpu: str, *, node_name: str = "", labels: dict[str, str] | None = None,
-    grace: int | None = None, spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None,
+    name: str,
+    priority_class: str,
+    cpu: str,
+    *,
+    node_name: str = "",
+    labels: dict[str, str] | None = None,
+    grace: int | None = None,
+    spec: dict[str, Any] | None = None,
+    status: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {
         "priorityClassName": priority_class,
@@ -39,8 +47,10 @@ def pod(
         body["terminationGracePeriodSeconds"] = grace
     body.update(spec or {})
     manifest: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "labels": labels or {"app": name}}, "spec": body,
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {"app": name}},
+        "spec": body,
     }
     if status:
         manifest["status"] = status
@@ -49,7 +59,9 @@ def pod(
 
 def pdb(name: str, min_available: int, **match_labels: str) -> dict[str, Any]:
     return {
-        "apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name},
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
         "spec": {"minAvailable": min_available, "selector": {"matchLabels": match_labels}},
     }
 
@@ -70,14 +82,18 @@ class Simulation:
 
     def preempted(self) -> list[str]:
         return sorted(
-            name for name, p in self.pods.items()
-            if any(c["type"] == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
-                   for c in p["status"].get("conditions", []))
+            name
+            for name, p in self.pods.items()
+            if any(
+                c["type"] == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
+                for c in p["status"].get("conditions", [])
+            )
         )
 
     def events(self, reason: str, pod_name: str | None = None) -> list[dict[str, Any]]:
         return [
-            e for e in self.output["events"]
+            e
+            for e in self.output["events"]
             if e["reason"] == reason and (pod_name is None or e["involvedObject"]["name"] == pod_name)
         ]
 
@@ -86,7 +102,9 @@ class Simulation:
         return str(failures[-1]["message"]) if failures else ""
 
 
-def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *files: list[dict[str, Any]], config: str = "") -> Simulation:
+def simulate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], *files: list[dict[str, Any]], config: str = ""
+) -> Simulation:
     args = ["simulate", "-f", str(COMMON)]
     for index, documents in enumerate(files):
         path = tmp_path / f"step{index}.yaml"
@@ -103,7 +121,8 @@ def simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str], *files: list[di
 
 def test_the_queue_schedules_high_then_mid_then_low_whatever_the_submission_order(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     result = simulate(
-        tmp_path, capsys,
+        tmp_path,
+        capsys,
         [node("n1")],
         [pod("low", "low-priority", "1"), pod("mid", "mid-priority", "1"), pod("high", "high-priority", "1")],
     )
@@ -113,8 +132,10 @@ def test_the_queue_schedules_high_then_mid_then_low_whatever_the_submission_orde
 
 def test_a_pending_pod_preempts_the_lowest_priority_pods_that_are_enough(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     running = [
-        pod("low-1", "low-priority", "1", node_name="n1"), pod("low-2", "low-priority", "1", node_name="n1"),
-        pod("mid-1", "mid-priority", "1", node_name="n1"), pod("mid-2", "mid-priority", "1", node_name="n1"),
+        pod("low-1", "low-priority", "1", node_name="n1"),
+        pod("low-2", "low-priority", "1", node_name="n1"),
+        pod("mid-1", "mid-priority", "1", node_name="n1"),
+        pod("mid-2", "mid-priority", "1", node_name="n1"),
     ]
     result = simulate(tmp_path, capsys, [node("n1"), *running], [pod("high", "high-priority", "2")])
     assert result.preempted() == ["low-1", "low-2"]
@@ -125,7 +146,9 @@ def test_a_pending_pod_preempts_the_lowest_priority_pods_that_are_enough(tmp_pat
     assert preempted["related"]["name"] == "high"
 
 
-def test_the_preemptor_is_nominated_while_victims_terminate_and_bound_after_their_grace_period(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_the_preemptor_is_nominated_while_victims_terminate_and_bound_after_their_grace_period(
+    tmp_path, capsys
+) -> None:  # type: ignore[no-untyped-def]
     running = [pod(f"low-{i}", "low-priority", "1", node_name="n1", grace=45) for i in range(4)]
     result = simulate(tmp_path, capsys, [node("n1"), *running], [pod("high", "high-priority", "2")])
     nominated = result.events("Nominated", "high")
@@ -149,20 +172,25 @@ def _seconds(timestamp: str) -> float:
 
 def test_a_non_preempting_pod_waits_without_preempting_and_goes_first_once_room_frees(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     result = simulate(
-        tmp_path, capsys,
+        tmp_path,
+        capsys,
         [node("n1", cpu="2"), pod("batch", "low-priority", "2", node_name="n1")],
         [pod("waiting-low", "low-priority", "2"), pod("urgent", "high-priority-nonpreempting", "2")],
         [node("n2", cpu="2")],
     )
     assert result.preempted() == []
-    assert "preemption: not eligible due to preemptionPolicy=Never." in result.events("FailedScheduling", "urgent")[0]["message"]
+    assert (
+        "preemption: not eligible due to preemptionPolicy=Never."
+        in result.events("FailedScheduling", "urgent")[0]["message"]
+    )
     assert result.node_of("urgent") == "n2", "ahead of the lower-priority pod once a node is added"
     assert result.node_of("waiting-low") == ""
 
 
 def test_equal_priority_never_preempts(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     result = simulate(
-        tmp_path, capsys,
+        tmp_path,
+        capsys,
         [node("n1", cpu="2"), pod("first", "mid-priority", "2", node_name="n1")],
         [pod("second", "mid-priority", "2")],
     )
@@ -175,9 +203,11 @@ def test_equal_priority_never_preempts(tmp_path, capsys) -> None:  # type: ignor
 
 def test_pdbs_are_respected_when_another_node_can_be_used(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     result = simulate(
-        tmp_path, capsys,
+        tmp_path,
+        capsys,
         [
-            node("n1", cpu="2"), node("n2", cpu="2"),
+            node("n1", cpu="2"),
+            node("n2", cpu="2"),
             pod("db", "low-priority", "2", node_name="n1", labels={"app": "db"}),
             pod("cache", "mid-priority", "2", node_name="n2", labels={"app": "cache"}),
             pdb("db-pdb", 1, app="db"),
@@ -190,8 +220,13 @@ def test_pdbs_are_respected_when_another_node_can_be_used(tmp_path, capsys) -> N
 
 def test_pdbs_are_best_effort_when_no_other_choice_exists(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     result = simulate(
-        tmp_path, capsys,
-        [node("n1", cpu="2"), pod("db", "low-priority", "2", node_name="n1", labels={"app": "db"}), pdb("db-pdb", 1, app="db")],
+        tmp_path,
+        capsys,
+        [
+            node("n1", cpu="2"),
+            pod("db", "low-priority", "2", node_name="n1", labels={"app": "db"}),
+            pdb("db-pdb", 1, app="db"),
+        ],
         [pod("high", "high-priority", "2")],
     )
     assert result.preempted() == ["db"]
@@ -199,10 +234,18 @@ def test_pdbs_are_best_effort_when_no_other_choice_exists(tmp_path, capsys) -> N
 
 
 def test_affinity_to_a_lower_priority_pod_prevents_preemption_on_that_node(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    affinity = {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-        {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}]}}}
+    affinity = {
+        "affinity": {
+            "podAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+                ]
+            }
+        }
+    }
     result = simulate(
-        tmp_path, capsys,
+        tmp_path,
+        capsys,
         [node("n1", cpu="2"), pod("db", "low-priority", "2", node_name="n1", labels={"app": "db"})],
         [pod("needs-db", "high-priority", "1", spec=affinity)],
     )
@@ -213,11 +256,14 @@ def test_affinity_to_a_lower_priority_pod_prevents_preemption_on_that_node(tmp_p
     assert "1 node(s) didn't match pod affinity rules" in message
 
 
-def test_a_higher_priority_pod_takes_a_node_nominated_for_a_lower_one_and_clears_that_nomination(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_higher_priority_pod_takes_a_node_nominated_for_a_lower_one_and_clears_that_nomination(
+    tmp_path, capsys
+) -> None:  # type: ignore[no-untyped-def]
     # `mid` was nominated to n1 by an earlier preemption (its status says so, as the queue sees it
     # after a restart); `high` arrives and preempts on the same node.
     result = simulate(
-        tmp_path, capsys,
+        tmp_path,
+        capsys,
         [node("n1", cpu="2"), pod("low", "low-priority", "2", node_name="n1", grace=10)],
         [
             pod("mid", "mid-priority", "2", status={"nominatedNodeName": "n1"}),
@@ -242,7 +288,8 @@ profiles:
       - name: DefaultPreemption
 """
     result = simulate(
-        tmp_path, capsys,
+        tmp_path,
+        capsys,
         [node("n1", cpu="2"), pod("low", "low-priority", "2", node_name="n1")],
         [pod("high", "high-priority", "2")],
         config=config,
@@ -253,7 +300,8 @@ profiles:
 
 def test_the_legacy_disable_preemption_flag_is_honoured(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     result = simulate(
-        tmp_path, capsys,
+        tmp_path,
+        capsys,
         [node("n1", cpu="2"), pod("low", "low-priority", "2", node_name="n1")],
         [pod("high", "high-priority", "2")],
         config="apiVersion: componentconfig/v1alpha1\nkind: KubeSchedulerConfiguration\ndisablePreemption: true\n",
@@ -262,10 +310,20 @@ def test_the_legacy_disable_preemption_flag_is_honoured(tmp_path, capsys) -> Non
 
 
 def test_a_pod_naming_a_missing_priority_class_is_rejected_and_nothing_else_changes(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
-    result = simulate(tmp_path, capsys, [node("n1"), pod("orphan", "no-such-class", "1"), pod("fine", "low-priority", "1")])
-    assert result.output["rejected"] == [{
-        "kind": "Pod", "namespace": "default", "name": "orphan", "reason": "Forbidden",
-        "message": 'Error from server (Forbidden): pods "orphan" is forbidden: no PriorityClass with name no-such-class was found',
-    }]
+    result = simulate(
+        tmp_path, capsys, [node("n1"), pod("orphan", "no-such-class", "1"), pod("fine", "low-priority", "1")]
+    )
+    assert result.output["rejected"] == [
+        {
+            "kind": "Pod",
+            "namespace": "default",
+            "name": "orphan",
+            "reason": "Forbidden",
+            "message": (
+            'Error from server (Forbidden): pods "orphan" is forbidden: '
+            "no PriorityClass with name no-such-class was found"
+        ),
+        }
+    ]
     assert "orphan" not in result.pods
     assert result.node_of("fine") == "n1"

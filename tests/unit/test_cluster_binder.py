@@ -4,8 +4,8 @@ nominations, events, PDB status, and rejection of bad input without side effects
 from __future__ import annotations
 
 import pytest
-from builders import HIGH_PRIORITY, LOW_PRIORITY, make_node, make_pdb, make_pod, make_priority_class
 
+from builders import HIGH_PRIORITY, LOW_PRIORITY, make_node, make_pdb, make_pod, make_priority_class
 from podsched.api.errors import ApiError
 from podsched.api.types import CONDITION_DISRUPTION_TARGET, POD_FAILED, POD_RUNNING
 from podsched.cluster import events as ev
@@ -160,4 +160,9 @@ def test_pdb_status_counts_running_matching_pods_not_being_deleted(clock: Clock)
         make_pod("d").label("app", "web").node("n1").obj(),
     ]
     status = compute_pdb_status(make_pdb("db", app="db"), pods)
-    assert (status.expected_pods, status.current_healthy, status.desired_healthy, status.disruptions_allowed) == (3, 2, 1, 1)
+    assert (status.expected_pods, status.current_healthy, status.desired_healthy, status.disruptions_allowed) == (
+        3,
+        2,
+        1,
+        1,
+    )

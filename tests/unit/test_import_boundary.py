@@ -11,8 +11,20 @@ from pathlib import Path
 import pytest
 
 CORE = Path(__file__).resolve().parents[2] / "libs" / "podsched"
-FORBIDDEN = ("asyncio", "grpc", "aiokafka", "kafka", "opentelemetry", "threading", "multiprocessing",
-             "concurrent", "socket", "subprocess", "google.protobuf", "prometheus_client")
+FORBIDDEN = (
+    "asyncio",
+    "grpc",
+    "aiokafka",
+    "kafka",
+    "opentelemetry",
+    "threading",
+    "multiprocessing",
+    "concurrent",
+    "socket",
+    "subprocess",
+    "google.protobuf",
+    "prometheus_client",
+)
 CORE_FILES = sorted(CORE.rglob("*.py"))
 
 

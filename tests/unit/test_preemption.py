@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+
 from builders import (
     HIGH_PRIORITY,
     LOW_PRIORITY,
@@ -16,7 +17,6 @@ from builders import (
     make_pdb,
     make_pod,
 )
-
 from podsched.api.types import Node, Pod, PodDisruptionBudget
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.framework.cycle_state import CycleState
@@ -145,7 +145,9 @@ def test_pod_eligible_to_preempt_others(case: EligibilityCase) -> None:
     [(5, 10, 100, 5), (1000, 10, 100, 100), (5000, 10, 100, 500), (5, 40, 1, 2), (5, 40, 2, 2), (10, 0, 3, 3)],
     ids=lambda v: str(v),
 )
-def test_number_of_candidates_is_a_share_of_nodes_with_a_floor(nodes: int, percentage: int, absolute: int, expected: int) -> None:
+def test_number_of_candidates_is_a_share_of_nodes_with_a_floor(
+    nodes: int, percentage: int, absolute: int, expected: int
+) -> None:
     assert calculate_num_candidates(nodes, DefaultPreemptionArgs(percentage, absolute)) == expected
 
 
@@ -234,7 +236,13 @@ VICTIM_CASES = [
         "a PDB-protected pod is reprieved before an unprotected one of higher importance",
         make_pod("p").priority(HIGH_PRIORITY).req(cpu="2").obj(),
         [
-            make_pod("protected").priority(LOW_PRIORITY).label("app", "db").req(cpu="2").node("n1").start_time(LATE).obj(),
+            make_pod("protected")
+            .priority(LOW_PRIORITY)
+            .label("app", "db")
+            .req(cpu="2")
+            .node("n1")
+            .start_time(LATE)
+            .obj(),
             make_pod("free").priority(MID_PRIORITY).req(cpu="2").node("n1").start_time(EARLY).obj(),
         ],
         ["free"],
@@ -306,7 +314,11 @@ def victims(*specs: tuple[int, float | None]) -> list[Pod]:
     ("score_func", "candidates", "expected"),
     [
         (fewest_pdb_violations, [Candidate("a", victims((0, None)), 2), Candidate("b", victims((0, None)), 1)], "b"),
-        (lowest_highest_victim_priority, [Candidate("a", victims((MID_PRIORITY, None))), Candidate("b", victims((LOW_PRIORITY, None)))], "b"),
+        (
+            lowest_highest_victim_priority,
+            [Candidate("a", victims((MID_PRIORITY, None))), Candidate("b", victims((LOW_PRIORITY, None)))],
+            "b",
+        ),
         (lowest_priority_sum, [Candidate("a", victims((0, None), (0, None))), Candidate("b", victims((0, None)))], "b"),
         (fewest_victims, [Candidate("a", victims((0, None), (0, None))), Candidate("b", victims((5, None)))], "b"),
         (latest_start_time_score(NOW), [Candidate("a", victims((0, EARLY))), Candidate("b", victims((0, LATE)))], "b"),
@@ -395,8 +407,15 @@ def test_select_best_candidate(case: BestCandidateCase) -> None:
 # --- Evaluator.Preempt (TestPreempt / TestPostFilter) ---------------------------------------------
 
 
-def run_preempt(nodes: list[Node], pods: list[Pod], preemptor: Pod, pdbs: list[PodDisruptionBudget] | None = None,
-                statuses: NodeToStatus | None = None, offset: int = 0, args: DefaultPreemptionArgs | None = None):  # type: ignore[no-untyped-def]
+def run_preempt(
+    nodes: list[Node],
+    pods: list[Pod],
+    preemptor: Pod,
+    pdbs: list[PodDisruptionBudget] | None = None,
+    statuses: NodeToStatus | None = None,
+    offset: int = 0,
+    args: DefaultPreemptionArgs | None = None,
+):  # type: ignore[no-untyped-def]
     snapshot = snapshot_of(nodes, pods)
     nominator = Nominator()
     for pod in pods:
@@ -406,12 +425,17 @@ def run_preempt(nodes: list[Node], pods: list[Pod], preemptor: Pod, pdbs: list[P
     state = CycleState()
     framework.run_pre_filter_plugins(state, preemptor, snapshot.node_info_list)
     evaluator = Evaluator(framework, args, offset=lambda n: offset % n)
-    return evaluator.preempt(state, preemptor, statuses or all_unschedulable(snapshot), snapshot, pdbs or [], nominator, NOW)
+    return evaluator.preempt(
+        state, preemptor, statuses or all_unschedulable(snapshot), snapshot, pdbs or [], nominator, NOW
+    )
 
 
 def full_node(name: str) -> tuple[Node, list[Pod]]:
     node = make_node(name).capacity(**SMALL_NODE).obj()
-    return node, [make_pod(f"{name}-low{i}").priority(LOW_PRIORITY).req(cpu="1").node(name).start_time(EARLY).obj() for i in range(4)]
+    return node, [
+        make_pod(f"{name}-low{i}").priority(LOW_PRIORITY).req(cpu="1").node(name).start_time(EARLY).obj()
+        for i in range(4)
+    ]
 
 
 def test_preempt_nominates_the_best_node_and_lists_its_victims() -> None:
@@ -437,13 +461,13 @@ def test_preempt_without_candidates_clears_the_nomination_and_explains_per_node(
     pods = [make_pod("big").priority(HIGH_PRIORITY).req(cpu="4").node("n1").obj()]
     statuses = NodeToStatus()
     statuses.set("n1", Status(Code.UNSCHEDULABLE, ["Insufficient cpu"]))
-    statuses.set("n2", Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ["node(s) didn't match Pod's node affinity/selector"]))
+    statuses.set(
+        "n2", Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ["node(s) didn't match Pod's node affinity/selector"])
+    )
     outcome = run_preempt([n1, n2], pods, make_pod("p").priority(MID_PRIORITY).req(cpu="1").obj(), statuses=statuses)
     assert outcome.status.code == Code.UNSCHEDULABLE
     assert outcome.result.nominated_node_name == ""
-    assert outcome.status.message == (
-        "0/1 nodes are available: 1 No preemption victims found for incoming pod."
-    )
+    assert outcome.status.message == ("0/1 nodes are available: 1 No preemption victims found for incoming pod.")
 
 
 def test_the_dry_run_starts_at_the_offset_and_stops_after_enough_candidates() -> None:
@@ -452,8 +476,13 @@ def test_the_dry_run_starts_at_the_offset_and_stops_after_enough_candidates() ->
         node, node_pods = full_node(f"n{index}")
         nodes.append(node)
         pods += node_pods
-    outcome = run_preempt(nodes, pods, make_pod("p").priority(HIGH_PRIORITY).req(cpu="1").obj(), offset=4,
-                          args=DefaultPreemptionArgs(0, 2))
+    outcome = run_preempt(
+        nodes,
+        pods,
+        make_pod("p").priority(HIGH_PRIORITY).req(cpu="1").obj(),
+        offset=4,
+        args=DefaultPreemptionArgs(0, 2),
+    )
     assert [c.node_name for c in outcome.candidates] == ["n4", "n5"]
     assert outcome.result.nominated_node_name == "n4"
 
@@ -464,15 +493,24 @@ def test_the_dry_run_continues_past_n_until_a_pdb_free_candidate_appears() -> No
         node = make_node(f"n{index}").capacity(**SMALL_NODE).obj()
         nodes.append(node)
         app = "db" if index < 2 else "web"
-        pods.append(make_pod(f"n{index}-pod").label("app", app).priority(LOW_PRIORITY).req(cpu="4").node(node.name).obj())
-    outcome = run_preempt(nodes, pods, make_pod("p").priority(HIGH_PRIORITY).req(cpu="1").obj(),
-                          pdbs=[make_pdb("db", allowed=0, app="db")], args=DefaultPreemptionArgs(0, 1))
+        pods.append(
+            make_pod(f"n{index}-pod").label("app", app).priority(LOW_PRIORITY).req(cpu="4").node(node.name).obj()
+        )
+    outcome = run_preempt(
+        nodes,
+        pods,
+        make_pod("p").priority(HIGH_PRIORITY).req(cpu="1").obj(),
+        pdbs=[make_pdb("db", allowed=0, app="db")],
+        args=DefaultPreemptionArgs(0, 1),
+    )
     assert [c.node_name for c in outcome.candidates] == ["n2", "n0"]
     assert outcome.result.nominated_node_name == "n2"
 
 
 def test_a_pod_that_never_preempts_gets_no_candidates() -> None:
     n1, n1_pods = full_node("n1")
-    outcome = run_preempt([n1], n1_pods, make_pod("p").priority(HIGH_PRIORITY).preemption_policy("Never").req(cpu="1").obj())
+    outcome = run_preempt(
+        [n1], n1_pods, make_pod("p").priority(HIGH_PRIORITY).preemption_policy("Never").req(cpu="1").obj()
+    )
     assert outcome.result is None
     assert outcome.status.message == NOT_ELIGIBLE_NEVER

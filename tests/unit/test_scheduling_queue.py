@@ -5,8 +5,8 @@ the nominator."""
 from __future__ import annotations
 
 import pytest
-from builders import HIGH_PRIORITY, LOW_PRIORITY, MID_PRIORITY, make_pod
 
+from builders import HIGH_PRIORITY, LOW_PRIORITY, MID_PRIORITY, make_pod
 from podsched.framework.node_info import PodInfo
 from podsched.plugins import names
 from podsched.queue import scheduling_queue as sq

@@ -85,9 +85,7 @@ class ApiError(Exception):
     def invalid(kind: str, name: str, errors: list[FieldError], namespace: str = "") -> ApiError:
         shown_kind = kind or "Object"
         details = ", ".join(str(error) for error in errors)
-        message = f'{shown_kind} "{name}" is invalid: ' + (
-            f"[{details}]" if len(errors) > 1 else details
-        )
+        message = f'{shown_kind} "{name}" is invalid: ' + (f"[{details}]" if len(errors) > 1 else details)
         return ApiError(REASON_INVALID, kind, name, message, namespace, list(errors))
 
     @staticmethod

@@ -72,8 +72,6 @@ def node_selector_term_matches(term: NodeSelectorTerm, labels: Mapping[str, str]
     return True
 
 
-def node_selector_matches(
-    terms: tuple[NodeSelectorTerm, ...], labels: Mapping[str, str], node_name: str
-) -> bool:
+def node_selector_matches(terms: tuple[NodeSelectorTerm, ...], labels: Mapping[str, str], node_name: str) -> bool:
     """Terms are ORed."""
     return any(node_selector_term_matches(term, labels, node_name) for term in terms)

@@ -72,9 +72,7 @@ class Resource:
     scalar: dict[str, int] = field(default_factory=dict)
 
     def copy(self) -> Resource:
-        return Resource(
-            self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, dict(self.scalar)
-        )
+        return Resource(self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, dict(self.scalar))
 
     def add(self, other: Resource) -> None:
         self.milli_cpu += other.milli_cpu

@@ -166,8 +166,17 @@ class Cluster:
                     return previous
                 break
         event = ev.Event(
-            type_, reason, message, involved_ref, now, controller, action,
-            ref(related) if related is not None else None, 1, now, len(self.events),
+            type_,
+            reason,
+            message,
+            involved_ref,
+            now,
+            controller,
+            action,
+            ref(related) if related is not None else None,
+            1,
+            now,
+            len(self.events),
         )
         self.events.append(event)
         return event
@@ -222,7 +231,10 @@ class Cluster:
         if old is not None:
             validate_priority_class_update(old, pc)
             if (old.value, old.global_default, old.description, old.preemption_policy) == (
-                pc.value, pc.global_default, pc.description, pc.preemption_policy,
+                pc.value,
+                pc.global_default,
+                pc.description,
+                pc.preemption_policy,
             ):
                 return UNCHANGED, old
         check_global_default(self.priority_classes.values(), pc)
@@ -232,7 +244,9 @@ class Cluster:
     def _apply_node(self, node: Node) -> tuple[str, ApiObject]:
         old = self.nodes.get(node.name)
         if old is not None and (old.metadata.labels, old.spec, old.status) == (
-            node.metadata.labels, node.spec, node.status,
+            node.metadata.labels,
+            node.spec,
+            node.status,
         ):
             return UNCHANGED, old
         self._new_meta(node, old)
@@ -252,7 +266,9 @@ class Cluster:
     def _apply_pdb(self, pdb: PodDisruptionBudget) -> tuple[str, ApiObject]:
         old = self.pdbs.get(pdb.key)
         if old is not None and (old.selector, old.min_available, old.max_unavailable) == (
-            pdb.selector, pdb.min_available, pdb.max_unavailable,
+            pdb.selector,
+            pdb.min_available,
+            pdb.max_unavailable,
         ):
             return UNCHANGED, old
         self._new_meta(pdb, old)
@@ -279,16 +295,22 @@ class Cluster:
         new_spec = replace(new.spec, node_name=old.spec.node_name or new.spec.node_name)
         if new_spec != old.spec and replace(new_spec, node_name="") != replace(old.spec, node_name=""):
             raise ApiError.invalid(
-                KIND_POD, pod.name,
-                [FieldError("spec", "pod updates may not change fields other than labels and annotations",
-                            kind="Forbidden")],
+                KIND_POD,
+                pod.name,
+                [
+                    FieldError(
+                        "spec", "pod updates may not change fields other than labels and annotations", kind="Forbidden"
+                    )
+                ],
                 pod.namespace,
             )
         if (new.metadata.labels, new.metadata.annotations) == (old.metadata.labels, old.metadata.annotations):
             return UNCHANGED, old
         updated = replace(
             old,
-            metadata=replace(old.metadata, labels=dict(new.metadata.labels), annotations=dict(new.metadata.annotations)),
+            metadata=replace(
+                old.metadata, labels=dict(new.metadata.labels), annotations=dict(new.metadata.annotations)
+            ),
         )
         self._stamp(updated)
         self._store_pod(old, updated)
@@ -362,7 +384,9 @@ class Cluster:
             if pc is None:
                 raise ApiError.not_found(KIND_PRIORITY_CLASS, name)
             if name in {b.name for b in builtin_priority_classes()}:
-                raise ApiError.forbidden(KIND_PRIORITY_CLASS, name, "this is a system priority class and cannot be deleted")
+                raise ApiError.forbidden(
+                    KIND_PRIORITY_CLASS, name, "this is a system priority class and cannot be deleted"
+                )
             del self.priority_classes[name]
             self._notify(Change(REMOVED, KIND_PRIORITY_CLASS, pc, None))
             return pc
@@ -387,7 +411,13 @@ class Cluster:
         now = self.clock()
         if pod.metadata.deletion_timestamp is not None:
             return pod
-        self.record(pod, ev.NORMAL, ev.KILLING, f"Stopping container {pod.spec.containers[0].name if pod.spec.containers else pod.name}", ev.NODE_AGENT_CONTROLLER)
+        self.record(
+            pod,
+            ev.NORMAL,
+            ev.KILLING,
+            f"Stopping container {pod.spec.containers[0].name if pod.spec.containers else pod.name}",
+            ev.NODE_AGENT_CONTROLLER,
+        )
         new = replace(
             pod,
             metadata=replace(pod.metadata, deletion_timestamp=now),
@@ -419,7 +449,9 @@ class Cluster:
         if pod is None:
             raise BindError(BIND_POD_NOT_FOUND, f"pod with uid {pod_uid} not found")
         if pod.spec.node_name:
-            raise BindError(BIND_ALREADY_BOUND, f'pod {pod.namespace}/{pod.name} is already assigned to node "{pod.spec.node_name}"')
+            raise BindError(
+                BIND_ALREADY_BOUND, f'pod {pod.namespace}/{pod.name} is already assigned to node "{pod.spec.node_name}"'
+            )
         if pod.metadata.deletion_timestamp is not None:
             raise BindError(BIND_POD_TERMINATING, f"pod {pod.namespace}/{pod.name} is being deleted")
         info = self.node_infos.get(node_name)
@@ -428,7 +460,10 @@ class Cluster:
         insufficient = fits_request(pod_requests(pod), info)
         if insufficient:
             reasons = ", ".join(i.reason for i in insufficient)
-            raise BindError(BIND_WOULD_OVERCOMMIT, f"binding {pod.namespace}/{pod.name} to {node_name} would overcommit it: {reasons}")
+            raise BindError(
+                BIND_WOULD_OVERCOMMIT,
+                f"binding {pod.namespace}/{pod.name} to {node_name} would overcommit it: {reasons}",
+            )
         now = self.clock()
         status = replace(
             pod.status,
@@ -440,7 +475,13 @@ class Cluster:
         new = replace(pod, spec=replace(pod.spec, node_name=node_name), status=status)
         self._stamp(new)
         self._store_pod(pod, new)
-        self.record(new, ev.NORMAL, ev.SCHEDULED, f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}", action="Binding")
+        self.record(
+            new,
+            ev.NORMAL,
+            ev.SCHEDULED,
+            f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}",
+            action="Binding",
+        )
         return new
 
     def start_pod(self, pod_uid: str) -> Pod | None:
@@ -458,7 +499,11 @@ class Cluster:
         self.record(pod, ev.WARNING, ev.FAILED_SCHEDULING, message, action="Scheduling")
         condition = PodCondition(CONDITION_POD_SCHEDULED, "False", REASON_UNSCHEDULABLE, message, self.clock())
         existing = pod.condition(CONDITION_POD_SCHEDULED)
-        if existing is not None and (existing.status, existing.reason, existing.message) == ("False", REASON_UNSCHEDULABLE, message):
+        if existing is not None and (existing.status, existing.reason, existing.message) == (
+            "False",
+            REASON_UNSCHEDULABLE,
+            message,
+        ):
             return pod
         return self._update_pod(pod, conditions=_with_condition(pod, condition))
 
@@ -467,7 +512,13 @@ class Cluster:
         if pod is None or pod.spec.node_name or pod.status.nominated_node_name == node_name:
             return pod
         if node_name:
-            self.record(pod, ev.NORMAL, ev.NOMINATED, f"Nominated to node {node_name} after preempting {victims} pod(s)", action="Nominating")
+            self.record(
+                pod,
+                ev.NORMAL,
+                ev.NOMINATED,
+                f"Nominated to node {node_name} after preempting {victims} pod(s)",
+                action="Nominating",
+            )
         return self._update_pod(pod, nominated_node_name=node_name)
 
     def clear_nomination(self, pod_uid: str, because: str) -> Pod | None:
@@ -475,7 +526,9 @@ class Cluster:
         if pod is None or not pod.status.nominated_node_name:
             return pod
         self.record(
-            pod, ev.NORMAL, ev.NOMINATION_CLEARED,
+            pod,
+            ev.NORMAL,
+            ev.NOMINATION_CLEARED,
             f"Nomination to node {pod.status.nominated_node_name} cleared: {because}",
             action="ClearingNomination",
         )
@@ -488,14 +541,24 @@ class Cluster:
         if victim is None or victim.metadata.deletion_timestamp is not None:
             return victim
         if victim.priority >= preemptor.priority:
-            raise BindError("NotLowerPriority", f"victim {victim.namespace}/{victim.name} does not have lower priority than its preemptor")
+            raise BindError(
+                "NotLowerPriority",
+                f"victim {victim.namespace}/{victim.name} does not have lower priority than its preemptor",
+            )
         condition = PodCondition(
-            CONDITION_DISRUPTION_TARGET, "True", REASON_PREEMPTION_BY_SCHEDULER,
-            f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod", self.clock(),
+            CONDITION_DISRUPTION_TARGET,
+            "True",
+            REASON_PREEMPTION_BY_SCHEDULER,
+            f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod",
+            self.clock(),
         )
         self.record(
-            victim, ev.NORMAL, ev.PREEMPTED, f"Preempted by pod {preemptor.uid} on node {node_name}",
-            action="Preempting", related=preemptor,
+            victim,
+            ev.NORMAL,
+            ev.PREEMPTED,
+            f"Preempted by pod {preemptor.uid} on node {node_name}",
+            action="Preempting",
+            related=preemptor,
         )
         return self._start_termination(
             victim, victim.spec.termination_grace_period_seconds, _with_condition(victim, condition)
@@ -548,7 +611,11 @@ def compute_pdb_status(pdb: PodDisruptionBudget, pods: Iterable[Pod]) -> PodDisr
     """The disruption controller's arithmetic for bare pods: expected = matching pods, healthy =
     matching Running pods not being deleted; allowed = healthy - desired, never below 0."""
     selector = pdb.selector
-    matching = [p for p in pods if selector is not None and selector_matches(selector, p.labels) and p.status.phase != POD_FAILED]
+    matching = [
+        p
+        for p in pods
+        if selector is not None and selector_matches(selector, p.labels) and p.status.phase != POD_FAILED
+    ]
     expected = len(matching)
     healthy = sum(1 for p in matching if p.status.phase == POD_RUNNING and p.metadata.deletion_timestamp is None)
     if pdb.min_available is not None:

@@ -18,8 +18,19 @@ from podsched.preemption.evaluator import DefaultPreemptionArgs
 KIND = "KubeSchedulerConfiguration"
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
 EXTENSION_POINTS = (
-    "preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore", "score", "reserve",
-    "permit", "preBind", "bind", "postBind", "multiPoint",
+    "preEnqueue",
+    "queueSort",
+    "preFilter",
+    "filter",
+    "postFilter",
+    "preScore",
+    "score",
+    "reserve",
+    "permit",
+    "preBind",
+    "bind",
+    "postBind",
+    "multiPoint",
 )
 
 
@@ -35,9 +46,11 @@ class SchedulerConfig:
     scheduler_name: str = "default-scheduler"
 
     def plugin_enabled(self, point: str, plugin: str) -> bool:
-        return (point, plugin) not in self.disabled_plugins and (point, "*") not in self.disabled_plugins and (
-            "multiPoint", plugin
-        ) not in self.disabled_plugins
+        return (
+            (point, plugin) not in self.disabled_plugins
+            and (point, "*") not in self.disabled_plugins
+            and ("multiPoint", plugin) not in self.disabled_plugins
+        )
 
 
 def _invalid(errors: list[FieldError]) -> ApiError:
@@ -72,7 +85,9 @@ def scheduler_config_from_dict(doc: dict[str, Any]) -> SchedulerConfig:
     initial = _number(doc, "podInitialBackoffSeconds", errors, 1.0, 1)
     maximum = _number(doc, "podMaxBackoffSeconds", errors, 10.0, 1)
     if maximum < initial:
-        errors.append(FieldError("podMaxBackoffSeconds", "must be greater than or equal to podInitialBackoffSeconds", maximum))
+        errors.append(
+            FieldError("podMaxBackoffSeconds", "must be greater than or equal to podInitialBackoffSeconds", maximum)
+        )
     percentage = int(_number(doc, "percentageOfNodesToScore", errors, 0, 0))
     if percentage > 100:
         errors.append(FieldError("percentageOfNodesToScore", "not in valid range [0-100]", percentage))

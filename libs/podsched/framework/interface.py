@@ -71,7 +71,9 @@ class Plugin(Protocol):
 
 
 class PreFilterExtensions(Protocol):
-    def add_pod(self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo) -> Status | None: ...
+    def add_pod(
+        self, state: CycleState, pod_to_schedule: Pod, pod_to_add: PodInfo, node_info: NodeInfo
+    ) -> Status | None: ...
 
     def remove_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_to_remove: PodInfo, node_info: NodeInfo

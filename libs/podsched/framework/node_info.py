@@ -95,18 +95,12 @@ class PodInfo:
             tuple(resolve_affinity_term(pod, t) for t in anti_affinity.required) if anti_affinity else ()
         )
         self.preferred_affinity_terms: tuple[WeightedAffinityTerm, ...] = (
-            tuple(
-                WeightedAffinityTerm(resolve_affinity_term(pod, w.term), w.weight)
-                for w in pod_affinity.preferred
-            )
+            tuple(WeightedAffinityTerm(resolve_affinity_term(pod, w.term), w.weight) for w in pod_affinity.preferred)
             if pod_affinity
             else ()
         )
         self.preferred_anti_affinity_terms: tuple[WeightedAffinityTerm, ...] = (
-            tuple(
-                WeightedAffinityTerm(resolve_affinity_term(pod, w.term), w.weight)
-                for w in anti_affinity.preferred
-            )
+            tuple(WeightedAffinityTerm(resolve_affinity_term(pod, w.term), w.weight) for w in anti_affinity.preferred)
             if anti_affinity
             else ()
         )
@@ -186,10 +180,8 @@ class NodeInfo:
 
     def remove_pod(self, pod: Pod) -> bool:
         """Remove the pod with this UID; False if it is not on the node."""
-        for index, info in enumerate(self.pods):
-            if info.pod.uid == pod.uid:
-                break
-        else:
+        index = next((i for i, info in enumerate(self.pods) if info.pod.uid == pod.uid), -1)
+        if index < 0:
             return False
         removed = self.pods.pop(index).pod
         self.pods_with_affinity = [p for p in self.pods_with_affinity if p.pod.uid != pod.uid]
@@ -266,9 +258,7 @@ class Snapshot:
 
     def have_pods_with_required_anti_affinity(self) -> list[NodeInfo]:
         if self._with_required_anti_affinity is None:
-            self._with_required_anti_affinity = [
-                n for n in self.node_info_list if n.pods_with_required_anti_affinity
-            ]
+            self._with_required_anti_affinity = [n for n in self.node_info_list if n.pods_with_required_anti_affinity]
         return self._with_required_anti_affinity
 
     def __len__(self) -> int:

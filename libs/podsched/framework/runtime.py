@@ -74,7 +74,9 @@ class Framework:
                 status.plugin = plugin.name
                 if status.is_rejected:
                     return PreFilterOutcome(None, status, {plugin.name})
-                return PreFilterOutcome(None, Status.error(plugin.name, f'running PreFilter plugin "{plugin.name}": {status.message}'))
+                return PreFilterOutcome(
+                    None, Status.error(plugin.name, f'running PreFilter plugin "{plugin.name}": {status.message}')
+                )
             if plugin_result is not None and plugin_result.node_names is not None:
                 satisfying.append(plugin.name)
             result = plugin_result if result is None else result.merge(plugin_result)
@@ -148,9 +150,7 @@ class Framework:
                     raise RuntimeError(status.message)
         return added, state_out, node_out
 
-    def run_filter_plugins_with_nominated_pods(
-        self, state: CycleState, pod: Pod, node_info: NodeInfo
-    ) -> Status | None:
+    def run_filter_plugins_with_nominated_pods(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """Filter as if equal-or-higher-priority nominated pods already ran on the node, then (if that
         passed and such pods exist) again without them: a pod may need a nominated pod for affinity,
         and the nominated pod may never arrive."""

@@ -48,7 +48,10 @@ def fits_request(request: Resource, node_info: NodeInfo) -> list[InsufficientRes
     if request.milli_cpu > 0 and request.milli_cpu > allocatable.milli_cpu - requested.milli_cpu:
         insufficient.append(
             InsufficientResource(
-                "cpu", request.milli_cpu, requested.milli_cpu, allocatable.milli_cpu,
+                "cpu",
+                request.milli_cpu,
+                requested.milli_cpu,
+                allocatable.milli_cpu,
                 request.milli_cpu > allocatable.milli_cpu,
             )
         )
@@ -63,8 +66,11 @@ def fits_request(request: Resource, node_info: NodeInfo) -> list[InsufficientRes
     ):
         insufficient.append(
             InsufficientResource(
-                "ephemeral-storage", request.ephemeral_storage, requested.ephemeral_storage,
-                allocatable.ephemeral_storage, request.ephemeral_storage > allocatable.ephemeral_storage,
+                "ephemeral-storage",
+                request.ephemeral_storage,
+                requested.ephemeral_storage,
+                allocatable.ephemeral_storage,
+                request.ephemeral_storage > allocatable.ephemeral_storage,
             )
         )
     for name, quantity in request.scalar.items():
@@ -115,7 +121,9 @@ class NodeResourcesFit:
         return None
 
 
-def least_allocated_score(cpu_requested: int, memory_requested: int, cpu_allocatable: int, memory_allocatable: int) -> int:
+def least_allocated_score(
+    cpu_requested: int, memory_requested: int, cpu_allocatable: int, memory_allocatable: int
+) -> int:
     """leastRequestedScore per resource, then the weighted (1:1) integer average."""
 
     def one(requested: int, capacity: int) -> int:

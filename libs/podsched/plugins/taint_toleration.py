@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from podsched.api.types import TAINT_NO_EXECUTE, TAINT_NO_SCHEDULE, TAINT_PREFER_NO_SCHEDULE, Pod, Taint, Toleration
+from podsched.api.types import (
+    TAINT_NO_EXECUTE,
+    TAINT_NO_SCHEDULE,
+    TAINT_PREFER_NO_SCHEDULE,
+    Pod,
+    Taint,
+    Toleration,
+)
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import MAX_NODE_SCORE, default_normalize_score
 from podsched.framework.node_info import NodeInfo
@@ -51,9 +58,7 @@ class TaintToleration:
         taint = find_untolerated_taint(taints, pod.spec.tolerations, (TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE))
         if taint is None:
             return None
-        return Status.unresolvable(
-            self.name, f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
-        )
+        return Status.unresolvable(self.name, f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}")
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
         # Only tolerations with an empty or PreferNoSchedule effect count when scoring.

@@ -141,7 +141,9 @@ class Evaluator:
         now: float,
     ) -> PreemptionOutcome:
         # 1. Eligibility.
-        nominated_status = node_to_status.get(pod.status.nominated_node_name) if pod.status.nominated_node_name else None
+        nominated_status = (
+            node_to_status.get(pod.status.nominated_node_name) if pod.status.nominated_node_name else None
+        )
         eligible, message = pod_eligible_to_preempt_others(pod, snapshot, nominated_status)
         if not eligible:
             return PreemptionOutcome(None, Status(Code.UNSCHEDULABLE, [message]))

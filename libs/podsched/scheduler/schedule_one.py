@@ -93,9 +93,7 @@ class SchedulingAlgorithm:
             if self.evaluator is not None:
                 outcome = self.evaluator.preempt(state, pod, diagnosis, snapshot, pdbs, nominator, now)
                 result.preemption = outcome
-                if outcome.status.code == Code.ERROR:
-                    fit_error.post_filter_msg = "preemption: " + outcome.status.message
-                elif outcome.status.message:
+                if outcome.status.code == Code.ERROR or outcome.status.message:
                     fit_error.post_filter_msg = "preemption: " + outcome.status.message
                 result.post_filter = outcome.result
             return result
@@ -120,10 +118,16 @@ class SchedulingAlgorithm:
         nominated = pod.status.nominated_node_name
         if nominated:
             node_info = snapshot.get(nominated)
-            allowed = outcome.result is None or outcome.result.node_names is None or nominated in outcome.result.node_names
-            if node_info is not None and allowed:
-                if self.framework.run_filter_plugins_with_nominated_pods(state, pod, node_info) is None:
-                    return [node_info], diagnosis, "", set()
+            allowed = (
+                outcome.result is None or outcome.result.node_names is None or nominated in outcome.result.node_names
+            )
+            passes = (
+                node_info is not None
+                and allowed
+                and self.framework.run_filter_plugins_with_nominated_pods(state, pod, node_info) is None
+            )
+            if passes and node_info is not None:
+                return [node_info], diagnosis, "", set()
 
         nodes: Sequence[NodeInfo] = all_nodes
         if outcome.result is not None and outcome.result.node_names is not None:

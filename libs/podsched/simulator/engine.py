@@ -46,8 +46,11 @@ class Rejection:
 
     def to_dict(self) -> dict[str, str]:
         return {
-            "kind": self.kind, "namespace": self.namespace, "name": self.name,
-            "reason": self.reason, "message": self.message,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "reason": self.reason,
+            "message": self.message,
         }
 
 
@@ -99,21 +102,35 @@ class Simulator:
         try:
             documents = load_documents(text, source)
         except ApiError as error:
-            rejected.append(Rejection(error.kind or "", error.namespace, error.name or source, error.reason, error.kubectl_message(), source))
+            rejected.append(
+                Rejection(
+                    error.kind or "",
+                    error.namespace,
+                    error.name or source,
+                    error.reason,
+                    error.kubectl_message(),
+                    source,
+                )
+            )
             self.rejected.extend(rejected)
             return rejected
         for document in documents:
             try:
                 self.cluster.apply(decode_object(document))
             except ApiError as error:
-                metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+                raw_metadata = document.get("metadata")
+                metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
                 namespace = error.namespace or str(metadata.get("namespace", "") or "")
                 if not namespace and error.kind in ("Pod", "PodDisruptionBudget"):
                     namespace = "default"
                 rejected.append(
                     Rejection(
-                        error.kind or str(document.get("kind", "")), namespace,
-                        error.name or str(metadata.get("name", "")), error.reason, error.kubectl_message(), source,
+                        error.kind or str(document.get("kind", "")),
+                        namespace,
+                        error.name or str(metadata.get("name", "")),
+                        error.reason,
+                        error.kubectl_message(),
+                        source,
                     )
                 )
         self.rejected.extend(rejected)
@@ -223,7 +240,9 @@ class Simulator:
                 if self.schedule_one() is not None:
                     cycles += 1
                 continue
-            next_times = [t for t in (self.cluster.next_termination_time(), self.queue.next_backoff_expiry()) if t is not None]
+            next_times = [
+                t for t in (self.cluster.next_termination_time(), self.queue.next_backoff_expiry()) if t is not None
+            ]
             if not next_times:
                 break
             self.now = max(self.now, min(next_times))

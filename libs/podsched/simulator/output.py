@@ -36,16 +36,23 @@ def render_table(result: dict[str, Any]) -> str:
     rows = []
     for pod in result["pods"]:
         meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status", {})
-        rows.append([
-            meta.get("namespace", ""), meta.get("name", ""), str(spec.get("priority", 0)),
-            pod_status_word(pod), spec.get("nodeName") or "<none>", status.get("nominatedNodeName") or "<none>",
-        ])
+        rows.append(
+            [
+                meta.get("namespace", ""),
+                meta.get("name", ""),
+                str(spec.get("priority", 0)),
+                pod_status_word(pod),
+                spec.get("nodeName") or "<none>",
+                status.get("nominatedNodeName") or "<none>",
+            ]
+        )
     lines += _table(["NAMESPACE", "NAME", "PRIORITY", "STATUS", "NODE", "NOMINATED NODE"], rows)
     if result["events"]:
         lines.append("")
         event_rows = [
             [
-                e["type"], e["reason"],
+                e["type"],
+                e["reason"],
                 f"{e['involvedObject']['kind'].lower()}/{e['involvedObject']['name']}",
                 e["message"] + (f" (x{e['count']})" if e.get("count", 1) > 1 else ""),
             ]
