@@ -7,6 +7,8 @@ from typing import Any
 
 import yaml
 
+from podsched.api.manifests import parse_timestamp
+
 
 def render(result: dict[str, Any], output: str) -> str:
     if output == "json":
@@ -49,8 +51,10 @@ def render_table(result: dict[str, Any]) -> str:
     lines += _table(["NAMESPACE", "NAME", "PRIORITY", "STATUS", "NODE", "NOMINATED NODE"], rows)
     if result["events"]:
         lines.append("")
+        start = parse_timestamp(result["events"][0]["eventTime"])
         event_rows = [
             [
+                f"+{parse_timestamp(e['eventTime']) - start:g}s",
                 e["type"],
                 e["reason"],
                 f"{e['involvedObject']['kind'].lower()}/{e['involvedObject']['name']}",
@@ -58,7 +62,7 @@ def render_table(result: dict[str, Any]) -> str:
             ]
             for e in result["events"]
         ]
-        lines += _table(["TYPE", "REASON", "OBJECT", "MESSAGE"], event_rows)
+        lines += _table(["AT", "TYPE", "REASON", "OBJECT", "MESSAGE"], event_rows)
     if result["rejected"]:
         lines.append("")
         lines += [r["message"] for r in result["rejected"]]
