@@ -327,3 +327,18 @@ def test_a_pod_naming_a_missing_priority_class_is_rejected_and_nothing_else_chan
     ]
     assert "orphan" not in result.pods
     assert result.node_of("fine") == "n1"
+
+
+def test_unparsable_files_and_unknown_kinds_are_reported_as_kubectl_reports_them(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n  labels: [\n")
+    unknown = tmp_path / "unknown.yaml"
+    unknown.write_text("apiVersion: v1\nkind: Foo\nmetadata: {name: f}\n")
+    capsys.readouterr()
+    assert main(["simulate", "-f", str(broken), "-f", str(unknown), "-o", "json"]) == 0
+    messages = [r["message"] for r in json.loads(capsys.readouterr().out)["rejected"]]
+    assert messages[0].startswith(f"error: error parsing {broken}: error converting YAML to JSON: yaml: line ")
+    assert messages[1] == (
+        f'error: resource mapping not found for name: "f" namespace: "" from "{unknown}": '
+        'no matches for kind "Foo" in version "v1"\nensure CRDs are installed first'
+    )

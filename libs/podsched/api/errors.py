@@ -68,6 +68,9 @@ class ApiError(Exception):
     message: str
     namespace: str = ""
     field_errors: list[FieldError] = field(default_factory=list)
+    # kubectl reports some failures itself, before any request (unparsable files, unknown kinds):
+    # those print as `error: ...` rather than `Error from server (...)`.
+    client_side: bool = False
 
     def __post_init__(self) -> None:
         Exception.__init__(self, self.kubectl_message())
@@ -79,6 +82,8 @@ class ApiError(Exception):
     def kubectl_message(self) -> str:
         """The line kubectl prints, e.g.
         `Error from server (Forbidden): pods "p" is forbidden: no PriorityClass with name foo was found`."""
+        if self.client_side:
+            return f"error: {self.message}"
         return f"Error from server ({self.reason}): {self.message}"
 
     @staticmethod
@@ -106,3 +111,13 @@ class ApiError(Exception):
     @staticmethod
     def bad_request(kind: str, name: str, detail: str, namespace: str = "") -> ApiError:
         return ApiError(REASON_BAD_REQUEST, kind, name, detail, namespace)
+
+    def as_client_side(self, source: str) -> ApiError:
+        """The same failure as kubectl words it when it finds it while reading `source`."""
+        message = self.message
+        if message.startswith("no matches for kind"):
+            message = (
+                f'resource mapping not found for name: "{self.name}" namespace: "{self.namespace}" '
+                f'from "{source}": {message}\nensure CRDs are installed first'
+            )
+        return ApiError(self.reason, self.kind, self.name, message, self.namespace, self.field_errors, True)

@@ -215,8 +215,10 @@ class Cluster:
             meta.uid = old.metadata.uid
             meta.creation_timestamp = old.metadata.creation_timestamp
         else:
-            meta.uid = meta.uid or self.new_uid()
+            # Server-set fields in a manifest are ignored on create, as the API server does.
+            meta.uid = self.new_uid()
             meta.creation_timestamp = self.clock()
+            meta.deletion_timestamp = None
         self._stamp(obj)
 
     def _store_priority_class(self, old: PriorityClass | None, new: PriorityClass, notify: bool = True) -> None:

@@ -102,6 +102,7 @@ class Simulator:
         try:
             documents = load_documents(text, source)
         except ApiError as error:
+            error = error.as_client_side(source)
             rejected.append(
                 Rejection(
                     error.kind or "",
@@ -118,6 +119,8 @@ class Simulator:
             try:
                 self.cluster.apply(decode_object(document))
             except ApiError as error:
+                if error.message.startswith("no matches for kind"):
+                    error = error.as_client_side(source)
                 raw_metadata = document.get("metadata")
                 metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
                 namespace = error.namespace or str(metadata.get("namespace", "") or "")
