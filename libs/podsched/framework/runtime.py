@@ -17,7 +17,7 @@ from podsched.framework.interface import (
     PreScorePlugin,
     ScorePlugin,
 )
-from podsched.framework.node_info import NodeInfo
+from podsched.framework.node_info import NodeInfo, PodInfo
 from podsched.framework.status import Code, Status
 
 
@@ -89,23 +89,23 @@ class Framework:
         return PreFilterOutcome(result, None, narrowing_plugins=satisfying)
 
     def run_pre_filter_extension_add_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_info: object, node_info: NodeInfo
+        self, state: CycleState, pod_to_schedule: Pod, pod_info: PodInfo, node_info: NodeInfo
     ) -> Status | None:
         for name, extensions in self._extensions:
             if name in state.skip_filter_plugins:
                 continue
-            status = extensions.add_pod(state, pod_to_schedule, pod_info, node_info)  # type: ignore[arg-type]
+            status = extensions.add_pod(state, pod_to_schedule, pod_info, node_info)
             if status is not None and not status.is_success:
                 return Status.error(name, f"running AddPod on PreFilter plugin {name}: {status.message}")
         return None
 
     def run_pre_filter_extension_remove_pod(
-        self, state: CycleState, pod_to_schedule: Pod, pod_info: object, node_info: NodeInfo
+        self, state: CycleState, pod_to_schedule: Pod, pod_info: PodInfo, node_info: NodeInfo
     ) -> Status | None:
         for name, extensions in self._extensions:
             if name in state.skip_filter_plugins:
                 continue
-            status = extensions.remove_pod(state, pod_to_schedule, pod_info, node_info)  # type: ignore[arg-type]
+            status = extensions.remove_pod(state, pod_to_schedule, pod_info, node_info)
             if status is not None and not status.is_success:
                 return Status.error(name, f"running RemovePod on PreFilter plugin {name}: {status.message}")
         return None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from podsched.api.types import Pod
 
@@ -20,7 +20,7 @@ def more_important_pod(a: Pod, b: Pod, now: float) -> bool:
     return pod_start_time(a, now) < pod_start_time(b, now)
 
 
-def importance_key(now: float):  # type: ignore[no-untyped-def]
+def importance_key(now: float) -> Callable[[Pod], tuple[int, float]]:
     """A sort key equivalent to more_important_pod (most important first)."""
     return lambda pod: (-pod.priority, pod_start_time(pod, now))
 
