@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check libs services tests benchmarks
+	$(VENV)/bin/ruff check $(wildcard libs services tests benchmarks)
 	$(VENV)/bin/mypy
 
 kafka-install: $(STAMP)
