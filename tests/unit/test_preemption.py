@@ -467,7 +467,10 @@ def test_preempt_without_candidates_clears_the_nomination_and_explains_per_node(
     outcome = run_preempt([n1, n2], pods, make_pod("p").priority(MID_PRIORITY).req(cpu="1").obj(), statuses=statuses)
     assert outcome.status.code == Code.UNSCHEDULABLE
     assert outcome.result.nominated_node_name == ""
-    assert outcome.status.message == ("0/1 nodes are available: 1 No preemption victims found for incoming pod.")
+    assert outcome.status.message == (
+        "0/2 nodes are available: 1 No preemption victims found for incoming pod, "
+        "1 Preemption is not helpful for scheduling."
+    )
 
 
 def test_the_dry_run_starts_at_the_offset_and_stops_after_enough_candidates() -> None:

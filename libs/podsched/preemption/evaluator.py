@@ -165,7 +165,9 @@ class Evaluator:
         if not candidates:
             statuses = accumulator.statuses
             statuses.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [PREEMPTION_NOT_HELPFUL])
-            fit_error = FitError(len(potential), statuses)
+            # Upstream counts every node here, so nodes that were never potential show up as
+            # "Preemption is not helpful for scheduling".
+            fit_error = FitError(len(snapshot.node_info_list), statuses)
             return PreemptionOutcome(
                 PostFilterResult(nominated_node_name=""), Status(Code.UNSCHEDULABLE, [fit_error.message()])
             )
