@@ -229,6 +229,34 @@ class PodCondition:
     last_transition_time: float | None = None
 
 
+class ObjectIdentity:
+    """Identity accessors shared by every API object (all carry `metadata`)."""
+
+    __slots__ = ()
+    metadata: ObjectMeta
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace
+
+    @property
+    def uid(self) -> str:
+        return self.metadata.uid
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.metadata.labels
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(namespace, name); the namespace is "" for cluster-scoped objects."""
+        return (self.metadata.namespace, self.metadata.name)
+
+
 # --- objects -------------------------------------------------------------------------------------
 
 
@@ -258,7 +286,7 @@ class PodStatus:
 
 
 @dataclass(slots=True)
-class Pod:
+class Pod(ObjectIdentity):
     metadata: ObjectMeta
     spec: PodSpec = field(default_factory=PodSpec)
     status: PodStatus = field(default_factory=PodStatus)
@@ -267,26 +295,6 @@ class Pod:
     _requests: Resource | None = field(default=None, compare=False, repr=False)
 
     kind = KIND_POD
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace
-
-    @property
-    def uid(self) -> str:
-        return self.metadata.uid
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.metadata.namespace, self.metadata.name)
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return self.metadata.labels
 
     @property
     def priority(self) -> int:
@@ -317,7 +325,7 @@ class NodeStatus:
 
 
 @dataclass(slots=True)
-class Node:
+class Node(ObjectIdentity):
     metadata: ObjectMeta
     spec: NodeSpec = field(default_factory=NodeSpec)
     status: NodeStatus = field(default_factory=NodeStatus)
@@ -325,21 +333,9 @@ class Node:
 
     kind = KIND_NODE
 
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return ("", self.metadata.name)
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return self.metadata.labels
-
 
 @dataclass(slots=True)
-class PriorityClass:
+class PriorityClass(ObjectIdentity):
     metadata: ObjectMeta
     value: int
     global_default: bool = False
@@ -348,14 +344,6 @@ class PriorityClass:
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     kind = KIND_PRIORITY_CLASS
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return ("", self.metadata.name)
 
 
 @dataclass(slots=True)
@@ -368,7 +356,7 @@ class PodDisruptionBudgetStatus:
 
 
 @dataclass(slots=True)
-class PodDisruptionBudget:
+class PodDisruptionBudget(ObjectIdentity):
     metadata: ObjectMeta
     selector: LabelSelector | None = None
     min_available: int | str | None = None  # int or "NN%"
@@ -377,18 +365,6 @@ class PodDisruptionBudget:
     source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     kind = KIND_PDB
-
-    @property
-    def name(self) -> str:
-        return self.metadata.name
-
-    @property
-    def namespace(self) -> str:
-        return self.metadata.namespace
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (self.metadata.namespace, self.metadata.name)
 
 
 ApiObject = Node | Pod | PriorityClass | PodDisruptionBudget

@@ -91,23 +91,25 @@ class Framework:
     def run_pre_filter_extension_add_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_info: PodInfo, node_info: NodeInfo
     ) -> Status | None:
-        for name, extensions in self._extensions:
-            if name in state.skip_filter_plugins:
-                continue
-            status = extensions.add_pod(state, pod_to_schedule, pod_info, node_info)
-            if status is not None and not status.is_success:
-                return Status.error(name, f"running AddPod on PreFilter plugin {name}: {status.message}")
-        return None
+        """Tell every PreFilter plugin that `pod_info` was added to `node_info` (a what-if)."""
+        return self._run_extensions("AddPod", state, pod_to_schedule, pod_info, node_info)
 
     def run_pre_filter_extension_remove_pod(
         self, state: CycleState, pod_to_schedule: Pod, pod_info: PodInfo, node_info: NodeInfo
     ) -> Status | None:
+        """Tell every PreFilter plugin that `pod_info` was removed from `node_info` (a what-if)."""
+        return self._run_extensions("RemovePod", state, pod_to_schedule, pod_info, node_info)
+
+    def _run_extensions(
+        self, operation: str, state: CycleState, pod_to_schedule: Pod, pod_info: PodInfo, node_info: NodeInfo
+    ) -> Status | None:
         for name, extensions in self._extensions:
             if name in state.skip_filter_plugins:
                 continue
-            status = extensions.remove_pod(state, pod_to_schedule, pod_info, node_info)
+            method = extensions.add_pod if operation == "AddPod" else extensions.remove_pod
+            status = method(state, pod_to_schedule, pod_info, node_info)
             if status is not None and not status.is_success:
-                return Status.error(name, f"running RemovePod on PreFilter plugin {name}: {status.message}")
+                return Status.error(name, f"running {operation} on PreFilter plugin {name}: {status.message}")
         return None
 
     # --- Filter --------------------------------------------------------------------------------
