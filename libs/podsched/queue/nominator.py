@@ -3,6 +3,8 @@ result). Filter counts nominated pods of >= priority as already running on their
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from podsched.api.types import Pod
 from podsched.framework.node_info import PodInfo
 
@@ -48,6 +50,10 @@ class Nominator:
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self._by_node.get(node_name, ()))
+
+    def items(self) -> Iterator[tuple[str, list[PodInfo]]]:
+        """(node, pods nominated there) for every node with nominations; do not mutate the lists."""
+        return iter(self._by_node.items())
 
     def __len__(self) -> int:
         return len(self._node_of)

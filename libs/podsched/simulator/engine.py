@@ -25,10 +25,11 @@ from podsched.cluster.state import (
     Cluster,
 )
 from podsched.config.scheduler_config import SchedulerConfig
+from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
 from podsched.plugins.registry import build_algorithm
 from podsched.preemption.evaluator import DryRunExecutor
 from podsched.queue import scheduling_queue as sq
-from podsched.scheduler.schedule_one import CycleResult
+from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 
 # 2026-01-01T00:00:00Z: simulated time starts here so output is reproducible.
 SIMULATION_EPOCH = 1767225600.0
@@ -75,6 +76,7 @@ class Simulator:
         offset: Callable[[int], int] | None = None,
         rng: random.Random | None = None,
         executor: DryRunExecutor | None = None,
+        fast: bool = True,
     ) -> None:
         self.config = config or SchedulerConfig()
         self.now = start_time
@@ -83,9 +85,17 @@ class Simulator:
         self.queue = sq.SchedulingQueue(
             clock, self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds
         )
-        self.algorithm = build_algorithm(
-            self.config, self.queue.nominator, offset=offset or (lambda n: 0), rng=rng, executor=executor
-        )
+        if fast:
+            # Same decisions as the plain path (tests/unit/test_fastpath_equivalence.py), vectorized.
+            fast_algorithm = build_fast_algorithm(
+                self.config, self.queue.nominator, offset=offset or (lambda n: 0), rng=rng, executor=executor
+            )
+            self.cluster.listeners.append(fast_algorithm.track_changes())
+            self.algorithm: SchedulingAlgorithm | FastSchedulingAlgorithm = fast_algorithm
+        else:
+            self.algorithm = build_algorithm(
+                self.config, self.queue.nominator, offset=offset or (lambda n: 0), rng=rng, executor=executor
+            )
         self.cluster.listeners.append(self._on_change)
         self.rejected: list[Rejection] = []
         self.cycles: list[CycleLog] = []

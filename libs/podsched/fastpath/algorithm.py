@@ -1,0 +1,1049 @@
+"""A vectorized scheduling cycle with the plain path's answers (STYLE.md rule 6).
+
+`FastSchedulingAlgorithm.schedule` returns the same CycleResult as `SchedulingAlgorithm.schedule`
+(node, FitError text and statuses, rejector plugins, PostFilter result and candidates) and moves
+`next_start_node_index` the same way, for the pods it handles; for every other pod it calls the
+plain algorithm it wraps, which shares its round-robin index, tie-break RNG and candidate offset.
+
+Handled ("resource-only") pods: no pod (anti-)affinity, no topology spread constraints, no host
+ports, no required node affinity pinning node names (those narrow the nodes in PreFilter), in a
+cluster where no pod has any pod (anti-)affinity term (existing pods' required anti-affinity
+filters, and their affinity terms of any kind score, through InterPodAffinity) and every value is
+in the exact range of the vectorized arithmetic. For such a pod, under a profile made of the default
+plugins:
+  * PreFilter skips NodePorts, PodTopologySpread and InterPodAffinity, and NodeAffinity when the pod
+    has neither nodeSelector nor required node affinity; nothing narrows the node list;
+  * NodeUnschedulable, NodeName, TaintToleration and NodeAffinity read the Node object only: their
+    verdict is computed once per node and per pod "placement signature" by the plugins themselves
+    and cached until that node's Node object changes;
+  * NodeResourcesFit is columns arithmetic;
+  * PodTopologySpread and InterPodAffinity skip PreScore; LeastAllocated, BalancedAllocation and the
+    TaintToleration / NodeAffinity scores are vectorized with the plugins' integer and float64
+    arithmetic (identical results for values below 2**52).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from podsched.api.types import (
+    RESOURCE_CPU,
+    RESOURCE_EPHEMERAL_STORAGE,
+    RESOURCE_MEMORY,
+    Pod,
+    PodDisruptionBudget,
+)
+from podsched.config.scheduler_config import SchedulerConfig
+from podsched.fastpath.columns import I64, SAFE_LIMIT, Bool, NodeColumns, Obj, RowCache
+from podsched.fastpath.victims import (
+    CANDIDATE,
+    FILTERED,
+    NO_VICTIM_ERROR,
+    NO_VICTIMS,
+    ChunkOutcome,
+    NominatedLoad,
+    ResourceCheck,
+    select_victims,
+)
+from podsched.framework.cycle_state import CycleState
+from podsched.framework.interface import MAX_NODE_SCORE, NodeToStatus, PodNominator, PostFilterResult
+from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot, pod_host_ports
+from podsched.framework.resource import non_zero_requests, pod_requests
+from podsched.framework.runtime import Framework
+from podsched.framework.status import Code, Status
+from podsched.plugins import names
+from podsched.plugins.node_affinity import NodeAffinity
+from podsched.plugins.node_name import NodeName
+from podsched.plugins.node_resources import (
+    REASON_TOO_MANY_PODS,
+    InsufficientResource,
+    NodeResourcesBalancedAllocation,
+    NodeResourcesFit,
+)
+from podsched.plugins.node_unschedulable import NodeUnschedulable
+from podsched.plugins.registry import build_algorithm
+from podsched.plugins.taint_toleration import TaintToleration
+from podsched.preemption.eligibility import pod_eligible_to_preempt_others
+from podsched.preemption.evaluator import (
+    PREEMPTION_NOT_HELPFUL,
+    DryRunExecutor,
+    Evaluator,
+    PreemptionOutcome,
+    calculate_num_candidates,
+)
+from podsched.preemption.tie_breaks import Candidate
+from podsched.preemption.victims import NO_VICTIMS_MESSAGE
+from podsched.queue.nominator import Nominator
+from podsched.scheduler.fit_error import FitError
+from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm, num_feasible_nodes_to_find
+
+OBJECT_NAME_FIELD = "metadata.name"
+# Filters whose verdict depends on the Node object only (for a handled pod).
+STATIC_FILTERS = (names.NODE_UNSCHEDULABLE, names.NODE_NAME, names.TAINT_TOLERATION, names.NODE_AFFINITY)
+# Filters that pass or are skipped for every handled pod.
+PASSING_FILTERS = (names.NODE_PORTS, names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
+KNOWN_FILTERS = (*STATIC_FILTERS, *PASSING_FILTERS, names.NODE_RESOURCES_FIT)
+# Scores that PreScore skips for every handled pod.
+SKIPPED_SCORES = (names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
+KNOWN_SCORES = (
+    names.TAINT_TOLERATION,
+    names.NODE_AFFINITY,
+    names.NODE_RESOURCES_FIT,
+    names.NODE_RESOURCES_BALANCED_ALLOCATION,
+    *SKIPPED_SCORES,
+)
+_EXPECTED_CLASSES: dict[str, type] = {
+    names.NODE_UNSCHEDULABLE: NodeUnschedulable,
+    names.NODE_NAME: NodeName,
+    names.TAINT_TOLERATION: TaintToleration,
+    names.NODE_AFFINITY: NodeAffinity,
+    names.NODE_RESOURCES_FIT: NodeResourcesFit,
+    names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
+}
+_UNRESOLVABLE_BIT = 62  # in a resource-failure pattern; bits 0.. are the failing checks
+MAX_CHECKS = 60
+# Up to this many changed rows, cached per-row values are recomputed by the plugins themselves.
+FEW_ROWS = 16
+_NO_ROWS: I64 = np.zeros(0, np.int64)
+MIN_DRY_RUN_CHUNK = 64
+
+
+@dataclass(frozen=True, slots=True)
+class _Profile:
+    """What the fast path needs to know about the framework's plugins."""
+
+    static_filters: tuple[Any, ...]  # plugin objects, framework order
+    node_affinity_pre_filter: bool  # NodeAffinity's PreFilter runs (and skips its Filter when idle)
+    fit_filter: Any  # the NodeResourcesFit plugin when it filters, else None
+    scores: tuple[tuple[str, Any, int], ...]  # (name, plugin, weight) of the scores that can count
+    balanced_pre_score: bool
+
+
+def _profile_of(framework: Framework, evaluator: Evaluator | None) -> _Profile | None:
+    """None when the profile has plugins or settings the fast path does not model."""
+    pre_filter = [p.name for p in framework.pre_filter_plugins]
+    filters = [p.name for p in framework.filter_plugins]
+    pre_score = [p.name for p in framework.pre_score_plugins]
+    if any(name not in KNOWN_FILTERS for name in filters + pre_filter):
+        return None
+    # Without their PreFilter state these filters fail with an error on every node.
+    for name in (names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY):
+        if name in filters and name not in pre_filter:
+            return None
+    # The first failing filter names a node's status: the static ones must run before the fit.
+    if names.NODE_RESOURCES_FIT in filters and any(
+        filters.index(name) > filters.index(names.NODE_RESOURCES_FIT) for name in STATIC_FILTERS if name in filters
+    ):
+        return None
+    plugins = (
+        list(framework.filter_plugins)
+        + list(framework.pre_filter_plugins)
+        + [entry.plugin for entry in framework.score_plugins]
+    )
+    for plugin in plugins:
+        expected = _EXPECTED_CLASSES.get(plugin.name)
+        if expected is not None and type(plugin) is not expected:
+            return None
+    scores: list[tuple[str, Any, int]] = []
+    for entry in framework.score_plugins:
+        name = entry.plugin.name
+        if name not in KNOWN_SCORES:
+            return None
+        # A score whose PreScore is disabled reads defaults (or fails): not modelled.
+        if hasattr(entry.plugin, "pre_score") and name not in pre_score:
+            return None
+        default_resources = (("cpu", 1), ("memory", 1))
+        if name == names.NODE_RESOURCES_FIT and getattr(entry.plugin, "score_resources", None) != default_resources:
+            return None
+        if name not in SKIPPED_SCORES:
+            scores.append((name, entry.plugin, entry.weight))
+    if evaluator is not None and type(evaluator) is not Evaluator:
+        return None
+    return _Profile(
+        static_filters=tuple(p for p in framework.filter_plugins if p.name in STATIC_FILTERS),
+        node_affinity_pre_filter=names.NODE_AFFINITY in pre_filter,
+        fit_filter=next((p for p in framework.filter_plugins if p.name == names.NODE_RESOURCES_FIT), None),
+        scores=tuple(scores),
+        balanced_pre_score=names.NODE_RESOURCES_BALANCED_ALLOCATION in pre_score,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _PodShape:
+    """What one handled pod asks for."""
+
+    priority: int
+    checks: tuple[ResourceCheck, ...]
+    request_cpu: int
+    request_memory: int
+    non_zero_cpu: int
+    non_zero_memory: int
+    filter_key: Hashable  # everything the static filters read from the pod
+    score_key: Hashable  # everything the static scores read from the pod
+    filter_labels: tuple[str, ...] | None  # label keys the static filters read (None: also the node name)
+    score_labels: tuple[str, ...] | None  # label keys the static scores read (None: also the node name)
+    fit_key: Hashable  # everything NodeResourcesFit reads from the pod
+    resource_score_key: Hashable  # everything LeastAllocated and BalancedAllocation read
+    skip_node_affinity_filter: bool
+    skip_balanced: bool
+    score_node_affinity: bool
+
+
+@functools.lru_cache(maxsize=1024)
+def _reason(resource: str) -> str:
+    return InsufficientResource(resource, 0, 0, 0, False).reason
+
+
+def _pins_node_names(terms: Iterable[Any]) -> bool:
+    return any(r.key == OBJECT_NAME_FIELD and r.operator == "In" for term in terms for r in term.match_fields)
+
+
+def _pod_shape(pod: Pod, profile: _Profile) -> _PodShape | None:
+    """The handled pod's shape, or None: the plain path must schedule it."""
+    spec = pod.spec
+    if spec.topology_spread_constraints:
+        return None
+    affinity = spec.affinity
+    required = None
+    preferred: tuple[Any, ...] = ()
+    if affinity is not None:
+        for terms in (affinity.pod_affinity, affinity.pod_anti_affinity):
+            if terms is not None and (terms.required or terms.preferred):
+                return None
+        if affinity.node_affinity is not None:
+            required = affinity.node_affinity.required
+            preferred = tuple(t for t in affinity.node_affinity.preferred if t.weight != 0)
+    if required and _pins_node_names(required):
+        return None
+    if pod_host_ports(pod):
+        return None
+    request = pod_requests(pod)
+    values = [request.milli_cpu, request.memory, request.ephemeral_storage, *request.scalar.values()]
+    if not all(0 <= v < SAFE_LIMIT for v in values):
+        return None
+    checks: list[ResourceCheck] = []
+    for resource, value in (
+        (RESOURCE_CPU, request.milli_cpu),
+        (RESOURCE_MEMORY, request.memory),
+        (RESOURCE_EPHEMERAL_STORAGE, request.ephemeral_storage),
+    ):
+        if value > 0:
+            checks.append(ResourceCheck(resource, value, _reason(resource)))
+    for resource, value in request.scalar.items():
+        if value != 0:
+            checks.append(ResourceCheck(resource, value, _reason(resource)))
+    if len(checks) > MAX_CHECKS:
+        return None
+    non_zero_cpu, non_zero_memory = non_zero_requests(pod)
+    if not (0 <= non_zero_cpu < SAFE_LIMIT and 0 <= non_zero_memory < SAFE_LIMIT):
+        return None
+    skip_node_affinity = profile.node_affinity_pre_filter and required is None and not spec.node_selector
+    skip_balanced = profile.balanced_pre_score and request.milli_cpu == 0 and request.memory == 0
+    required_terms = required or ()
+    filter_labels: tuple[str, ...] | None = None
+    if not spec.node_name and not any(term.match_fields for term in required_terms):
+        keys = {r.key for term in required_terms for r in term.match_expressions}
+        filter_labels = tuple(sorted(keys | spec.node_selector.keys()))
+    score_labels: tuple[str, ...] | None = None
+    if not any(term.preference.match_fields for term in preferred):
+        score_labels = tuple(sorted({r.key for term in preferred for r in term.preference.match_expressions}))
+    return _PodShape(
+        priority=pod.priority,
+        checks=tuple(checks),
+        request_cpu=request.milli_cpu,
+        request_memory=request.memory,
+        non_zero_cpu=non_zero_cpu,
+        non_zero_memory=non_zero_memory,
+        filter_key=(
+            "filter",
+            spec.tolerations,
+            tuple(sorted(spec.node_selector.items())),
+            required,
+            spec.node_name,
+            skip_node_affinity,
+        ),
+        score_key=("score", spec.tolerations, preferred),
+        filter_labels=filter_labels,
+        score_labels=score_labels,
+        fit_key=("fit", *((check.resource, check.value) for check in checks)),
+        resource_score_key=(
+            "resource-score",
+            non_zero_cpu,
+            non_zero_memory,
+            request.milli_cpu,
+            request.memory,
+            skip_balanced,
+        ),
+        skip_node_affinity_filter=skip_node_affinity,
+        skip_balanced=skip_balanced,
+        score_node_affinity=bool(preferred),
+    )
+
+
+_Load = tuple[I64, I64, list[I64]]  # nominated pods: (rows, pod counts, amounts per ResourceCheck)
+
+
+class _OutOfRange(Exception):
+    """A value the vectorized arithmetic cannot reproduce exactly: the plain path takes the cycle."""
+
+
+class _InternedStatuses:
+    """The distinct statuses of a static-filter cache; a row stores its status' index (0: pass)."""
+
+    __slots__ = ("by_key", "statuses")
+
+    def __init__(self) -> None:
+        self.statuses: list[Status | None] = [None]
+        self.by_key: dict[tuple[Any, ...], int] = {}
+
+    def index(self, status: Status | None) -> int:
+        if status is None:
+            return 0
+        key = (status.code, tuple(status.reasons), status.plugin)
+        position = self.by_key.get(key)
+        if position is None:
+            position = len(self.statuses)
+            self.by_key[key] = position
+            self.statuses.append(status)
+        return position
+
+
+def _normalize(raw: I64, reverse: bool) -> I64:
+    """helper.DefaultNormalizeScore over the scored nodes."""
+    max_count = int(raw.max())
+    if max_count == 0:
+        return np.full(raw.size, MAX_NODE_SCORE, np.int64) if reverse else raw
+    value = MAX_NODE_SCORE * raw // max_count
+    return MAX_NODE_SCORE - value if reverse else value
+
+
+def _least_allocated(requested: I64, capacity: I64) -> I64:
+    usable = (capacity != 0) & (requested <= capacity)
+    return np.where(usable, (capacity - requested) * MAX_NODE_SCORE // np.where(capacity == 0, 1, capacity), 0)
+
+
+def _object_array(items: Sequence[object]) -> Obj:
+    array = np.empty(len(items), object)
+    for i, item in enumerate(items):
+        array[i] = item
+    return array
+
+
+class FastSchedulingAlgorithm:
+    """Same contract as SchedulingAlgorithm.schedule; see the module docstring for what it handles.
+
+    One difference in form, not in content: nodes failing for the same reasons share one Status
+    object in the FitError's NodeToStatus (the plain path builds one per node); treat them as
+    read-only, as every consumer in podsched does.
+
+    The node columns persist across cycles. Keep them fresh either by doing nothing (every cycle
+    compares NodeInfo generations) or, cheaper, with `track_changes()` plus one `mark_dirty` per
+    changed node (a `Cluster` listener: `on_cluster_change`)."""
+
+    def __init__(self, plain: SchedulingAlgorithm, columns: NodeColumns | None = None) -> None:
+        self.plain = plain
+        self.framework = plain.framework
+        self.columns = columns or NodeColumns()
+        self._profile = _profile_of(plain.framework, plain.evaluator)
+        self.fast_cycles = 0
+        self.delegated_cycles = 0
+
+    # --- shared state with the plain path ---------------------------------------------------
+
+    @property
+    def next_start_node_index(self) -> int:
+        return self.plain.next_start_node_index
+
+    @next_start_node_index.setter
+    def next_start_node_index(self, value: int) -> None:
+        self.plain.next_start_node_index = value
+
+    # --- freshness ---------------------------------------------------------------------------
+
+    def track_changes(self) -> Callable[[Any], None]:
+        """Switch to reported changes; returns the `Cluster` listener to register."""
+        self.columns.track_changes()
+        return self.columns.on_cluster_change
+
+    def mark_dirty(self, node_name: str) -> None:
+        self.columns.mark_dirty(node_name)
+
+    def on_cluster_change(self, change: Any) -> None:
+        self.columns.on_cluster_change(change)
+
+    # --- the cycle ---------------------------------------------------------------------------
+
+    def handles(self, pod: Pod) -> bool:
+        """Whether the pod itself is one the fast path can schedule (the cluster may still send
+        the cycle to the plain path)."""
+        return self._profile is not None and _pod_shape(pod, self._profile) is not None
+
+    def schedule(
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> CycleResult:
+        profile = self._profile
+        shape = _pod_shape(pod, profile) if profile is not None and len(snapshot) else None
+        if profile is None or shape is None:
+            return self._delegate(pod, snapshot, pdbs, nominator, now)
+        columns = self.columns
+        columns.sync(snapshot)
+        if columns.unsafe_rows or columns.affinity_pods:
+            return self._delegate(pod, snapshot, pdbs, nominator, now)
+        try:
+            load = self._nominated_load(pod, shape)
+        except _OutOfRange:
+            return self._delegate(pod, snapshot, pdbs, nominator, now)
+        self.fast_cycles += 1
+        return self._schedule(pod, shape, profile, load, snapshot, pdbs, nominator, now)
+
+    def _delegate(
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> CycleResult:
+        self.delegated_cycles += 1
+        return self.plain.schedule(pod, snapshot, pdbs, nominator, now)
+
+    def _nominated_load(self, pod: Pod, shape: _PodShape) -> _Load | None:
+        """(rows, pod counts, amounts per check) of the nominated pods that Filter adds to their
+        node: priority >= the pod's, not the pod itself. None if there are none. Raises
+        _OutOfRange if one of them has a request outside the exact range."""
+        nominator = self.framework.nominator
+        if nominator is None:
+            return None
+        index = self.columns.index
+        if isinstance(nominator, Nominator):
+            # Read-only use of the nominator's index; asking per node would cost a call per node.
+            by_node: Iterable[tuple[str, list[PodInfo]]] = nominator.items()
+        else:
+            by_node = ((name, nominator.nominated_pods_for_node(name)) for name in index)
+        loads: dict[int, list[int]] = {}
+        priority = pod.priority
+        uid = pod.uid
+        for node_name, pod_infos in by_node:
+            row = index.get(node_name)
+            if row is None:
+                continue
+            for pod_info in pod_infos:
+                other = pod_info.pod
+                if other.priority < priority or other.uid == uid:
+                    continue
+                request = pod_requests(other)
+                amounts = [request.get(check.resource) for check in shape.checks]
+                if not all(0 <= a < SAFE_LIMIT for a in amounts):
+                    raise _OutOfRange
+                load = loads.setdefault(row, [0] * (1 + len(amounts)))
+                load[0] += 1
+                for k, amount in enumerate(amounts):
+                    load[k + 1] += amount
+        if not loads:
+            return None
+        rows = np.fromiter(loads.keys(), np.int64, len(loads))
+        table = np.array(list(loads.values()), np.int64).reshape(len(loads), 1 + len(shape.checks))
+        return rows, table[:, 0].copy(), [table[:, k + 1].copy() for k in range(len(shape.checks))]
+
+    def _static_filter(self, pod: Pod, shape: _PodShape, profile: _Profile) -> RowCache:
+        """Per row: 0 if the node-static filters pass, else the index of the interned status."""
+        columns = self.columns
+
+        def make(n: int) -> RowCache:
+            cache = RowCache(n, {"status": np.zeros(n, np.int64), "ok": np.zeros(n, np.bool_)})
+            cache.extra = _InternedStatuses()
+            return cache
+
+        cache = columns.row_cache(shape.filter_key, make)
+        versions = columns.col["static_version"]
+        stale = self._stale(cache)
+        if stale.size:
+            interned: _InternedStatuses = cache.extra
+            state = CycleState()
+            plugins = [
+                p
+                for p in profile.static_filters
+                if not (p.name == names.NODE_AFFINITY and shape.skip_node_affinity_filter)
+            ]
+            status_column = cache.arrays["status"]
+
+            def verdict(row: int) -> int:
+                return interned.index(_run_filters(plugins, state, pod, columns.infos[row]))
+
+            status_column[stale] = self._per_distinct_node(stale, shape.filter_labels, verdict)
+            cache.arrays["ok"] = status_column == 0
+            cache.version[stale] = versions[stale]
+        return cache
+
+    def _static_scores(self, pod: Pod, shape: _PodShape, profile: _Profile) -> RowCache:
+        """Per row: raw TaintToleration and NodeAffinity scores."""
+        columns = self.columns
+
+        def make(n: int) -> RowCache:
+            return RowCache(n, {name: np.zeros(n, np.int64) for name in (names.TAINT_TOLERATION, names.NODE_AFFINITY)})
+
+        cache = columns.row_cache(shape.score_key, make)
+        versions = columns.col["static_version"]
+        stale = self._stale(cache)
+        if stale.size:
+            for name, plugin, _ in profile.scores:
+                if name not in (names.TAINT_TOLERATION, names.NODE_AFFINITY):
+                    continue
+                state = CycleState()
+                skipped = plugin.pre_score(state, pod, [])
+                column = cache.arrays[name]
+                if skipped is not None and skipped.code == Code.SKIP:
+                    column[stale] = 0
+                    continue
+
+                def score(row: int, plugin: Any = plugin, state: CycleState = state) -> int:
+                    return int(plugin.score(state, pod, columns.infos[row]))
+
+                column[stale] = self._per_distinct_node(stale, shape.score_labels, score)
+            cache.version[stale] = versions[stale]
+            cache.extra = {name for name, column in cache.arrays.items() if not column.any()}  # all zero
+        return cache
+
+    def _per_distinct_node(self, rows: I64, labels: tuple[str, ...] | None, compute: Callable[[int], int]) -> I64:
+        """compute(row) for each row, evaluated once per distinct node: nodes with equal taints,
+        unschedulable flag and values of these labels (None: the verdict reads the node name too,
+        so every node is distinct) get the same verdict from the node-static plugins."""
+        if labels is None or rows.size <= FEW_ROWS:
+            return np.fromiter((compute(row) for row in rows.tolist()), np.int64, rows.size)
+        col = self.columns.col
+        features = [col["taints"][rows], col["unschedulable"][rows]]
+        features += [self.columns.label_codes(key)[rows] for key in labels]
+        _, first, inverse = np.unique(np.stack(features, axis=1), axis=0, return_index=True, return_inverse=True)
+        distinct = np.fromiter((compute(row) for row in rows[first].tolist()), np.int64, first.size)
+        verdicts: I64 = distinct[inverse.reshape(-1)]
+        return verdicts
+
+    def _stale(self, cache: RowCache) -> I64:
+        """Rows of a static cache computed from an older Node object than the row's current one."""
+        columns = self.columns
+        epoch = columns.static_epoch
+        if cache.epoch == epoch:
+            return _NO_ROWS
+        versions = columns.col["static_version"]
+        changed = columns.static_rows_changed_since(cache.epoch)
+        cache.epoch = epoch
+        if changed is None:
+            return np.flatnonzero(cache.version != versions)
+        stale: I64 = changed[cache.version[changed] != versions[changed]]
+        return stale
+
+    def _shape_column(self, key: Hashable, name: str, compute: Callable[[I64 | None], npt.NDArray[Any]]) -> Any:
+        """A per-row array that depends on the rows' resource columns, brought up to date with
+        `compute(rows)` for the rows that changed since last time (`compute(None)`: every row)."""
+        columns = self.columns
+        cache = columns.shape_cache(key)
+        epoch = columns.content_epoch
+        if cache.epoch != epoch:
+            changed = columns.rows_changed_since(cache.epoch)
+            if changed is None or name not in cache.arrays:
+                cache.arrays[name] = compute(None)
+            elif changed.size:
+                cache.arrays[name][changed] = compute(changed)
+            cache.epoch = epoch
+        return cache.arrays[name]
+
+    def _fits(self, shape: _PodShape, rows: I64 | None, load: tuple[I64, list[I64]] | None = None) -> Bool:
+        """NodeResourcesFit passes (for these rows, or all), with `load` (pod counts and amounts
+        per check, aligned with rows) added as nominated pods."""
+        columns = self.columns
+        everything = rows is None
+        free_pods = columns.col["free_pods"] if everything else columns.col["free_pods"][rows]
+        if load is not None:
+            free_pods = free_pods - load[0]
+        fits = free_pods >= 1
+        for k, check in enumerate(shape.checks):
+            free = columns.free(check.resource) if rows is None else columns.free_rows(check.resource, rows)
+            if load is not None:
+                free = free - load[1][k]
+            fits &= free >= check.value
+        return fits
+
+    def _feasible(self, pod: Pod, shape: _PodShape, profile: _Profile, load: _Load | None, static: RowCache) -> Bool:
+        """Rows passing every filter, nominated pods of >= priority counted on their node.
+
+        Upstream's RunFilterPluginsWithNominatedPods filters a node that has such nominated pods
+        twice: with them added, then, if that passed, without them (for filters a nominated pod
+        could help, like pod affinity). For a handled pod only node-static filters and
+        NodeResourcesFit can fail, and neither can fail the second pass after passing the first:
+        static verdicts ignore pods, and taking pods away (requests are >= 0) only frees room. So
+        one pass with the nominated pods added decides, and its failures are the node's status."""
+        static_ok: Bool = static.arrays["ok"]
+        if profile.fit_filter is None:
+            return static_ok
+
+        def fits_of(rows: I64 | None) -> Bool:
+            if rows is not None and rows.size <= FEW_ROWS:  # the plugin itself, on the current NodeInfo
+                state = CycleState()
+                infos = self.columns.infos
+                return np.array([profile.fit_filter.filter(state, pod, infos[r]) is None for r in rows.tolist()])
+            return self._fits(shape, rows)
+
+        fits = self._shape_column(shape.fit_key, "fits", fits_of)
+        feasible: Bool = static_ok & fits
+        if load is not None:
+            rows, counts, amounts = load
+            feasible[rows] = static_ok[rows] & self._fits(shape, rows, (counts, amounts))
+        return feasible
+
+    def _fit_fails(self, shape: _PodShape, profile: _Profile, load: _Load | None) -> list[Bool]:
+        """Per row, which NodeResourcesFit checks fail: the pods check, then each ResourceCheck."""
+        columns = self.columns
+        if profile.fit_filter is None:
+            return [np.zeros(columns.n, np.bool_)]
+        free_pods = columns.col["free_pods"]
+        frees = [columns.free(check.resource) for check in shape.checks]
+        if load is not None:
+            rows, counts, amounts = load
+            free_pods = free_pods.copy()
+            free_pods[rows] -= counts
+            frees = [f.copy() for f in frees]
+            for f, amount in zip(frees, amounts, strict=True):
+                f[rows] -= amount
+        return [free_pods < 1] + [free < check.value for check, free in zip(shape.checks, frees, strict=True)]
+
+    def _schedule(
+        self,
+        pod: Pod,
+        shape: _PodShape,
+        profile: _Profile,
+        load: _Load | None,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> CycleResult:
+        columns = self.columns
+        static = self._static_filter(pod, shape, profile)
+        feasible_mask = self._feasible(pod, shape, profile, load, static)
+
+        # A pod nominated by an earlier preemption tries its nominated node first.
+        nominated = pod.status.nominated_node_name
+        if nominated:
+            row = columns.index.get(nominated)
+            if row is not None and feasible_mask[row]:
+                return CycleResult(pod, nominated, 1, 1)
+
+        # Round-robin from where the last cycle stopped, until enough feasible nodes are found.
+        n = columns.n
+        to_find = num_feasible_nodes_to_find(self.plain.percentage_of_nodes_to_score, n)
+        start = self.plain.next_start_node_index % n
+        feasible = np.flatnonzero(feasible_mask)
+        if feasible.size == 0:
+            self.plain.next_start_node_index = start
+            return self._fail(pod, shape, profile, static, start, load, snapshot, pdbs, nominator, now)
+        split = int(np.searchsorted(feasible, start))
+        ordered = feasible[split : split + to_find]
+        if ordered.size < to_find:
+            ordered = np.concatenate((ordered, feasible[: min(split, to_find - ordered.size)]))
+        if ordered.size >= to_find:
+            processed = (int(ordered[-1]) - start) % n + 1
+        else:
+            processed = n
+        self.plain.next_start_node_index = (start + processed) % n
+        if ordered.size == 1:
+            return CycleResult(pod, str(columns.names[ordered[0]]), processed, 1)
+        totals = self._scores(pod, shape, profile, ordered)
+        return CycleResult(pod, self._select_host(ordered, totals), processed, int(ordered.size))
+
+    def _scores(self, pod: Pod, shape: _PodShape, profile: _Profile, rows: I64) -> I64:
+        """Weighted sum of the normalized scores, aligned with `rows`."""
+        totals: I64 = self._shape_column(
+            shape.resource_score_key, "score", lambda changed: self._resource_scores(pod, shape, profile, changed)
+        )[rows]
+        static: RowCache | None = None
+        for name, _, weight in profile.scores:
+            if name not in (names.TAINT_TOLERATION, names.NODE_AFFINITY):
+                continue
+            if name == names.NODE_AFFINITY and not shape.score_node_affinity:
+                continue  # PreScore skipped it
+            if static is None:
+                static = self._static_scores(pod, shape, profile)
+            reverse = name == names.TAINT_TOLERATION
+            if name in static.extra:  # every raw score is 0
+                if reverse:
+                    totals = totals + weight * MAX_NODE_SCORE
+                continue
+            totals = totals + weight * _normalize(static.arrays[name][rows], reverse)
+        return totals
+
+    def _resource_scores(self, pod: Pod, shape: _PodShape, profile: _Profile, rows: I64 | None) -> I64:
+        """Weighted LeastAllocated + BalancedAllocation scores (no normalization: both are final)."""
+        col = self.columns.col
+        if rows is not None and rows.size <= FEW_ROWS:  # the plugins themselves, on the current NodeInfo
+            state = CycleState()
+            infos = self.columns.infos
+            plugins = [
+                (plugin, weight)
+                for name, plugin, weight in profile.scores
+                if name == names.NODE_RESOURCES_FIT
+                or (name == names.NODE_RESOURCES_BALANCED_ALLOCATION and not shape.skip_balanced)
+            ]
+            return np.array(
+                [sum(weight * plugin.score(state, pod, infos[r]) for plugin, weight in plugins) for r in rows.tolist()],
+                np.int64,
+            )
+
+        def column(name: str) -> I64:
+            return col[name] if rows is None else col[name][rows]
+
+        total = np.zeros(self.columns.n if rows is None else rows.size, np.int64)
+        for name, _, weight in profile.scores:
+            if name == names.NODE_RESOURCES_FIT:
+                cpu = _least_allocated(column("nz_cpu") + shape.non_zero_cpu, column("alloc_cpu"))
+                memory = _least_allocated(column("nz_mem") + shape.non_zero_memory, column("alloc_mem"))
+                total += weight * ((cpu + memory) // 2)
+            elif name == names.NODE_RESOURCES_BALANCED_ALLOCATION and not shape.skip_balanced:
+                total += weight * _balanced_allocation(
+                    column("req_cpu") + shape.request_cpu,
+                    column("req_mem") + shape.request_memory,
+                    column("alloc_cpu"),
+                    column("alloc_mem"),
+                )
+        return total
+
+    def _select_host(self, rows: I64, totals: I64) -> str:
+        """selectHost: the first best score, or reservoir sampling over the ties with the RNG,
+        drawing exactly the numbers the plain path draws."""
+        rng = self.plain.rng
+        if rng is None:
+            return str(self.columns.names[rows[int(np.argmax(totals))]])
+        best_so_far = np.maximum.accumulate(totals)
+        events = np.flatnonzero(totals[1:] >= best_so_far[:-1]) + 1
+        best_index = 0
+        best_score = int(totals[0])
+        ties = 1
+        scores = totals.tolist()
+        for index in events.tolist():
+            score = scores[index]
+            if score > best_score:
+                best_score, best_index, ties = score, index, 1
+            else:
+                ties += 1
+                if rng.randrange(ties) == 0:
+                    best_index = index
+        return str(self.columns.names[rows[best_index]])
+
+    # --- failure: diagnosis and PostFilter ---------------------------------------------------
+
+    def _resource_status(self, pattern: int, checks: Sequence[ResourceCheck]) -> Status:
+        reasons = [REASON_TOO_MANY_PODS] if pattern & 1 else []
+        reasons += [check.reason for k, check in enumerate(checks) if pattern >> (k + 1) & 1]
+        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if pattern >> _UNRESOLVABLE_BIT & 1 else Code.UNSCHEDULABLE
+        return Status(code, reasons, names.NODE_RESOURCES_FIT)
+
+    def _resource_statuses(
+        self, fails: Sequence[Bool], unresolvable: Bool, checks: Sequence[ResourceCheck]
+    ) -> tuple[I64, list[Status]]:
+        """Group the rows (all failing) by which resources failed: (status index per row, statuses)."""
+        pattern = np.zeros(fails[0].size, np.int64)
+        for k, fail in enumerate(fails):
+            pattern |= fail.astype(np.int64) << k
+        pattern |= unresolvable.astype(np.int64) << _UNRESOLVABLE_BIT
+        unique, inverse = np.unique(pattern, return_inverse=True)
+        return inverse.reshape(-1), [self._resource_status(int(p), checks) for p in unique.tolist()]
+
+    def _fail(
+        self,
+        pod: Pod,
+        shape: _PodShape,
+        profile: _Profile,
+        static: RowCache,
+        start: int,
+        load: _Load | None,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> CycleResult:
+        """Every node failed: the FitError with per-node statuses (in the order the plain path
+        visited the nodes), then PostFilter."""
+        columns = self.columns
+        n = columns.n
+        status_of: Obj = np.empty(n, object)
+        codes = np.zeros(n, np.int64)
+        static_index = static.arrays["status"]
+        static_fail = static_index != 0
+        used: list[Status] = []
+        if static_fail.any():
+            interned: _InternedStatuses = static.extra
+            # This cycle's own copies: the cached ones outlive it.
+            copies = [None] + [Status(s.code, list(s.reasons), s.plugin) for s in interned.statuses if s is not None]
+            rows = np.flatnonzero(static_fail)
+            status_of[rows] = _object_array(copies)[static_index[rows]]
+            codes[rows] = np.array([0] + [int(s.code) for s in copies if s is not None], np.int64)[static_index[rows]]
+            used += [s for i in np.unique(static_index[rows]).tolist() if (s := copies[i]) is not None]
+        fit_fails = self._fit_fails(shape, profile, load)
+        resource_rows = np.flatnonzero(np.logical_or.reduce(fit_fails) & ~static_fail)
+        if resource_rows.size:
+            fails = [f[resource_rows] for f in fit_fails]
+            unresolvable = np.zeros(resource_rows.size, np.bool_)
+            for check, fail in zip(shape.checks, fails[1:], strict=True):
+                unresolvable |= fail & (check.value > columns.allocatable(check.resource)[resource_rows])
+            index, resource_statuses = self._resource_statuses(fails, unresolvable, shape.checks)
+            status_of[resource_rows] = _object_array(resource_statuses)[index]
+            codes[resource_rows] = np.array([int(s.code) for s in resource_statuses], np.int64)[index]
+            used += resource_statuses
+        # Inserted in the order the plain path visits the nodes: round-robin from `start`.
+        node_names = columns.names.tolist()
+        node_statuses = status_of.tolist()
+        diagnosis = NodeToStatus()
+        diagnosis.statuses = dict(zip(node_names[start:], node_statuses[start:], strict=True))
+        diagnosis.statuses.update(zip(node_names[:start], node_statuses[:start], strict=True))
+        rejectors = {status.plugin for status in used if status.plugin}
+        fit_error = FitError(n, diagnosis, "")
+        result = CycleResult(pod, fit_error=fit_error, rejector_plugins=rejectors)
+        evaluator = self.plain.evaluator
+        if evaluator is not None:
+            outcome = self._preempt(evaluator, pod, shape, load, diagnosis, codes, snapshot, pdbs, nominator, now)
+            result.preemption = outcome
+            if outcome.status.code == Code.ERROR or outcome.status.message:
+                fit_error.post_filter_msg = "preemption: " + outcome.status.message
+            result.post_filter = outcome.result
+        return result
+
+    def _preempt(
+        self,
+        evaluator: Evaluator,
+        pod: Pod,
+        shape: _PodShape,
+        load: _Load | None,
+        diagnosis: NodeToStatus,
+        codes: I64,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> PreemptionOutcome:
+        """Evaluator.preempt, with the dry run vectorized (see fastpath.victims)."""
+        # 1. Eligibility.
+        nominated = pod.status.nominated_node_name
+        nominated_status = diagnosis.get(nominated) if nominated else None
+        eligible, message = pod_eligible_to_preempt_others(pod, snapshot, nominated_status)
+        if not eligible:
+            return PreemptionOutcome(None, Status(Code.UNSCHEDULABLE, [message]))
+
+        # 2. Candidates among the nodes whose status is exactly Unschedulable, from a random offset.
+        columns = self.columns
+        potential = np.flatnonzero(codes == Code.UNSCHEDULABLE)
+        chunks: list[ChunkOutcome] = []
+        limit = 0
+        if potential.size:
+            limit = calculate_num_candidates(potential.size, evaluator.args)
+            offset = evaluator.offset(int(potential.size))
+            ordered = np.roll(potential, -(offset % potential.size))
+            nominated_load = None
+            if load is not None:
+                rows, counts, amounts = load
+                dense_count = np.zeros(columns.n, np.int64)
+                dense_count[rows] = counts
+                dense = []
+                for amount in amounts:
+                    column = np.zeros(columns.n, np.int64)
+                    column[rows] = amount
+                    dense.append(column)
+                nominated_load = NominatedLoad(dense_count, dense)
+            found = self._dry_run(shape, ordered, limit, nominated_load, pdbs, now, chunks)
+            if found is None:  # a pod outside the exact range: the plain evaluator, same offset
+                return self._plain_preempt(evaluator, offset, pod, diagnosis, snapshot, pdbs, nominator, now)
+
+        non_violating: list[tuple[ChunkOutcome, I64]] = []
+        violating: list[tuple[ChunkOutcome, I64]] = []
+        taken_clean = taken_dirty = 0
+        errors: list[str] = []
+        for chunk in chunks:
+            candidate = chunk.kind == CANDIDATE
+            clean = np.flatnonzero(candidate & (chunk.violations == 0))[: limit - taken_clean]
+            dirty = np.flatnonzero(candidate & (chunk.violations > 0))[: limit - taken_dirty]
+            taken_clean += clean.size
+            taken_dirty += dirty.size
+            non_violating.append((chunk, clean))
+            violating.append((chunk, dirty))
+            for i in np.flatnonzero(chunk.kind == NO_VICTIM_ERROR).tolist():
+                errors.append(f'expected at least one victim pod on node "{columns.names[chunk.rows[i]]}"')
+        chosen = [(chunk, part) for chunk, part in non_violating + violating if part.size]
+        if errors and not chosen:
+            return PreemptionOutcome(None, Status(Code.ERROR, [errors[0]]))
+
+        # 3. No candidate: explain per node, and clear any earlier nomination.
+        if not chosen:
+            statuses = self._dry_run_statuses(shape, chunks)
+            statuses.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [PREEMPTION_NOT_HELPFUL])
+            # Upstream counts every node here: nodes never potential are "not helpful".
+            fit_error = FitError(columns.n, statuses)
+            return PreemptionOutcome(
+                PostFilterResult(nominated_node_name=""), Status(Code.UNSCHEDULABLE, [fit_error.message()])
+            )
+
+        # 5. pickOneNodeForPreemption on the candidates' vectorized tie-break inputs.
+        candidates: list[Candidate] = []
+        for chunk, part in chosen:
+            counts = chunk.victim_count[part]
+            victims = chunk.victims[part, : int(counts.max())].tolist()
+            if int(counts.min()) != len(victims[0]):
+                victims = [row[:count] for row, count in zip(victims, counts.tolist(), strict=True)]
+            candidates += map(
+                Candidate, columns.names[chunk.rows[part]].tolist(), victims, chunk.violations[part].tolist()
+            )
+        best = candidates[_pick_one(chosen)]
+
+        # 6. What the caller must actuate: victims, and lower-priority pods nominated to the node.
+        lower_nominated: list[Pod] = []
+        if nominator is not None:
+            lower_nominated = [
+                pi.pod
+                for pi in nominator.nominated_pods_for_node(best.node_name)
+                if pi.pod.priority < pod.priority and pi.pod.uid != pod.uid
+            ]
+        result = PostFilterResult(best.node_name, list(best.victims), lower_nominated)
+        return PreemptionOutcome(result, Status(Code.SUCCESS), len(candidates), candidates)
+
+    def _dry_run(
+        self,
+        shape: _PodShape,
+        ordered: I64,
+        limit: int,
+        nominated_load: NominatedLoad | None,
+        pdbs: Sequence[PodDisruptionBudget],
+        now: float,
+        chunks: list[ChunkOutcome],
+    ) -> bool | None:
+        """Evaluate nodes in dry-run order, chunk by chunk, until the DryRunAccumulator would stop:
+        at least one PDB-free candidate and `limit` candidates in all (each list capped at
+        `limit`). Returns None if a pod slot is outside the exact range."""
+        columns = self.columns
+        non_violating = 0
+        violating = 0
+        position = 0
+        size = max(limit, MIN_DRY_RUN_CHUNK)
+        while position < ordered.size:
+            rows = ordered[position : position + size]
+            if not columns.ensure_slots(rows):
+                return None
+            chunk = select_victims(columns, rows, shape.priority, shape.checks, nominated_load, pdbs, now)
+            candidate = chunk.kind == CANDIDATE
+            clean = np.minimum(non_violating + np.cumsum(candidate & (chunk.violations == 0)), limit)
+            dirty = np.minimum(violating + np.cumsum(candidate & (chunk.violations > 0)), limit)
+            stop = np.flatnonzero((clean >= 1) & (clean + dirty >= limit))
+            if stop.size:
+                chunks.append(chunk.truncate(int(stop[0]) + 1))
+                return True
+            chunks.append(chunk)
+            non_violating = int(clean[-1])
+            violating = int(dirty[-1])
+            position += size
+            size *= 2
+        return True
+
+    def _dry_run_statuses(self, shape: _PodShape, chunks: Sequence[ChunkOutcome]) -> NodeToStatus:
+        """Per node of the dry run (in its order), the status the accumulator records."""
+        statuses = NodeToStatus()
+        no_victims = Status.unresolvable("", NO_VICTIMS_MESSAGE)
+        names_of = self.columns.names
+        for chunk in chunks:
+            status_of: Obj = np.empty(chunk.rows.size, object)
+            filtered = np.flatnonzero(chunk.kind == FILTERED)
+            if filtered.size:
+                index, resource_statuses = self._resource_statuses(
+                    [f[filtered] for f in chunk.fit_fails], chunk.unresolvable[filtered], shape.checks
+                )
+                status_of[filtered] = _object_array(resource_statuses)[index]
+            status_of[chunk.kind == NO_VICTIMS] = no_victims
+            for i in np.flatnonzero(chunk.kind == NO_VICTIM_ERROR).tolist():
+                message = f'expected at least one victim pod on node "{names_of[chunk.rows[i]]}"'
+                status_of[i] = Status(Code.ERROR, [message])
+            recorded = np.flatnonzero(chunk.kind != CANDIDATE)
+            statuses.statuses.update(
+                zip(names_of[chunk.rows[recorded]].tolist(), status_of[recorded].tolist(), strict=True)
+            )
+        return statuses
+
+    def _plain_preempt(
+        self,
+        evaluator: Evaluator,
+        offset: int,
+        pod: Pod,
+        diagnosis: NodeToStatus,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> PreemptionOutcome:
+        state = CycleState()
+        self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+        pinned = Evaluator(self.framework, evaluator.args, offset=lambda _n: offset, executor=evaluator.executor)
+        return pinned.preempt(state, pod, diagnosis, snapshot, pdbs, nominator, now)
+
+
+def _run_filters(plugins: Sequence[Any], state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+    """Framework.run_filter_plugins over the static filters."""
+    for plugin in plugins:
+        status = plugin.filter(state, pod, node_info)
+        if status is not None and status.code != Code.SUCCESS:
+            if not status.is_rejected:
+                return Status.error(plugin.name, f'running "{plugin.name}" filter plugin: {status.message}')
+            status.plugin = plugin.name
+            assert isinstance(status, Status)
+            return status
+    return None
+
+
+def _balanced_allocation(cpu_requested: I64, memory_requested: I64, cpu_capacity: I64, memory_capacity: I64) -> I64:
+    """balanced_allocation_score, elementwise, with the same float64 operations."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cpu = np.minimum(cpu_requested / cpu_capacity, 1.0)
+        memory = np.minimum(memory_requested / memory_capacity, 1.0)
+    both = (cpu_capacity != 0) & (memory_capacity != 0)
+    std = np.where(both, np.abs(cpu - memory) / 2, 0.0)
+    score: I64 = np.trunc((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    return score
+
+
+def _pick_one(chosen: Sequence[tuple[ChunkOutcome, I64]]) -> int:
+    """pickOneNodeForPreemption with default_score_funcs, on arrays: each criterion keeps the best
+    candidates and the first remaining one (dry-run order) wins."""
+
+    def gather(values: Callable[[ChunkOutcome], npt.NDArray[Any]]) -> npt.NDArray[Any]:
+        return np.concatenate([values(chunk)[part] for chunk, part in chosen])
+
+    criteria: tuple[Callable[[], npt.NDArray[Any]], ...] = (
+        lambda: gather(lambda c: -c.violations),  # fewest PDB violations
+        lambda: gather(lambda c: -c.top_priority),  # lowest highest-victim priority
+        lambda: gather(lambda c: -c.priority_sum),  # lowest sum of (priority + 2**31)
+        lambda: gather(lambda c: -c.victim_count),  # fewest victims
+        lambda: gather(lambda c: c.earliest_top_start),  # latest start of the top-priority victims
+    )
+    remaining = np.arange(sum(part.size for _, part in chosen))
+    for criterion in criteria:
+        if remaining.size == 1:
+            break
+        values = criterion()[remaining]
+        remaining = remaining[values == values.max()]
+    return int(remaining[0])
+
+
+def build_fast_algorithm(
+    config: SchedulerConfig,
+    nominator: PodNominator | None,
+    offset: Callable[[int], int] | None = None,
+    rng: random.Random | None = None,
+    executor: DryRunExecutor | None = None,
+) -> FastSchedulingAlgorithm:
+    """The plain algorithm of `build_algorithm(...)` wrapped by the fast path."""
+    return FastSchedulingAlgorithm(build_algorithm(config, nominator, offset=offset, rng=rng, executor=executor))
