@@ -4,20 +4,35 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv lint test test-unit kafka-install run bench-core clean
+.PHONY: help venv protos lint test test-unit kafka-install run bench-core clean
+PROTO_FILES := $(shell find protos -name '*.proto')
+PROTO_OUT := libs/podsched_proto
+# protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
+GENERATE_PROTOS = rm -rf $(PROTO_OUT) && \
+	$(PY) -m grpc_tools.protoc -I protos --python_out=libs --grpc_python_out=libs --pyi_out=libs $(PROTO_FILES) && \
+	find $(PROTO_OUT) -type d -exec touch {}/__init__.py \; && touch $(PROTO_OUT)/.generated
 
 help:
 	@echo "make run        - set up and run the example (podsched simulate on examples/)"
 	@echo "make test       - lint, then the whole test suite against a real Kafka broker"
 	@echo "make bench-core - scheduling-core micro benchmarks (plain vs fast path), JSON lines"
+	@echo "make protos     - generate Python code from protos/ into $(PROTO_OUT) (never committed)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(GENERATE_PROTOS)
+	# Install again so the editable install also knows the generated package.
+	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+protos: $(PROTO_OUT)/.generated
+
+$(PROTO_OUT)/.generated: $(PROTO_FILES) | $(STAMP)
+	$(GENERATE_PROTOS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(wildcard libs services tests benchmarks)
@@ -26,10 +41,10 @@ lint: $(STAMP)
 kafka-install: $(STAMP)
 	$(PY) -m podsched_devstack.kafka install
 
-test: lint kafka-install
+test: lint protos kafka-install
 	$(PY) -m pytest -q
 
-test-unit: $(STAMP)
+test-unit: $(STAMP) protos
 	$(PY) -m pytest -q tests/unit
 
 run: $(STAMP)
