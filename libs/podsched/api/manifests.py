@@ -638,20 +638,7 @@ def _decode_pod(manifest: dict[str, Any], errors: list[FieldError]) -> Pod:
 
 
 def _node_resource(parsed: Mapping[str, ResourceQuantity]) -> Resource:
-    resource = Resource()
-    for name, entry in parsed.items():
-        value = _canonical(name, entry)
-        if name == RESOURCE_CPU:
-            resource.milli_cpu = value
-        elif name == RESOURCE_MEMORY:
-            resource.memory = value
-        elif name == RESOURCE_EPHEMERAL_STORAGE:
-            resource.ephemeral_storage = value
-        elif name == RESOURCE_PODS:
-            resource.allowed_pod_number = value
-        else:
-            resource.scalar[name] = value
-    return resource
+    return Resource.from_map({name: _canonical(name, entry) for name, entry in parsed.items()}, keep_zero_scalars=True)
 
 
 def _decode_node_status(manifest: dict[str, Any], errors: list[FieldError]) -> NodeStatus:

@@ -9,6 +9,7 @@ model are echoed back unchanged by `podsched get -o yaml`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,24 @@ class Resource:
     ephemeral_storage: int = 0
     allowed_pod_number: int = 0
     scalar: dict[str, int] = field(default_factory=dict)
+
+    @staticmethod
+    def from_map(values: Mapping[str, int], keep_zero_scalars: bool = False) -> Resource:
+        """Build from {resource name: canonical value}. Extended resources of 0 are dropped unless
+        asked for (a node's status echoes them back; a pod's request does not need them)."""
+        resource = Resource()
+        for name, value in values.items():
+            if name == RESOURCE_CPU:
+                resource.milli_cpu = value
+            elif name == RESOURCE_MEMORY:
+                resource.memory = value
+            elif name == RESOURCE_EPHEMERAL_STORAGE:
+                resource.ephemeral_storage = value
+            elif name == RESOURCE_PODS:
+                resource.allowed_pod_number = value
+            elif value or keep_zero_scalars:
+                resource.scalar[name] = value
+        return resource
 
     def copy(self) -> Resource:
         return Resource(self.milli_cpu, self.memory, self.ephemeral_storage, self.allowed_pod_number, dict(self.scalar))

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from podsched.api.types import (
     RESOURCE_CPU,
-    RESOURCE_EPHEMERAL_STORAGE,
     RESOURCE_MEMORY,
-    RESOURCE_PODS,
     Container,
     Pod,
     Resource,
@@ -54,27 +52,11 @@ def pod_request_map(pod: Pod) -> dict[str, int]:
     return total
 
 
-def resource_from_map(requests: dict[str, int]) -> Resource:
-    resource = Resource()
-    for name, value in requests.items():
-        if name == RESOURCE_CPU:
-            resource.milli_cpu = value
-        elif name == RESOURCE_MEMORY:
-            resource.memory = value
-        elif name == RESOURCE_EPHEMERAL_STORAGE:
-            resource.ephemeral_storage = value
-        elif name == RESOURCE_PODS:
-            resource.allowed_pod_number = value
-        elif value:
-            resource.scalar[name] = value
-    return resource
-
-
 def pod_requests(pod: Pod) -> Resource:
     """The pod's effective request, cached on the pod (pods are values: the spec never changes)."""
     cached = pod._requests
     if cached is None:
-        cached = resource_from_map(pod_request_map(pod))
+        cached = Resource.from_map(pod_request_map(pod))
         pod._requests = cached
     return cached
 
