@@ -107,7 +107,6 @@ def outcome(result: CycleResult) -> dict[str, Any]:
         else (
             preemption.status.code,
             tuple(preemption.status.reasons),
-            preemption.candidates_evaluated,
             [(c.node_name, uids(c.victims), c.num_pdb_violations) for c in preemption.candidates],
         ),
     }

@@ -320,10 +320,6 @@ class Pod(ObjectIdentity):
         """corev1helpers.PodPriority: an unset priority counts as 0."""
         return self.spec.priority if self.spec.priority is not None else 0
 
-    @property
-    def is_terminating(self) -> bool:
-        return self.metadata.deletion_timestamp is not None
-
     def condition(self, condition_type: str) -> PodCondition | None:
         for condition in self.status.conditions:
             if condition.type == condition_type:

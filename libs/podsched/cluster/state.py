@@ -42,7 +42,6 @@ from podsched.api.types import (
     KIND_POD,
     KIND_PRIORITY_CLASS,
     POD_FAILED,
-    POD_PENDING,
     POD_RUNNING,
     REASON_PREEMPTION_BY_SCHEDULER,
     REASON_UNSCHEDULABLE,
@@ -113,13 +112,10 @@ class Cluster:
         self,
         clock: Callable[[], float],
         uid_factory: Callable[[], str] | None = None,
-        start_pods_immediately: bool = True,
     ) -> None:
         self.clock = clock
         counter = itertools.count(1)
         self.new_uid = uid_factory or (lambda: f"{next(counter):08x}-0000-4000-8000-000000000000")
-        # The simulated node agent starts bound pods at once; the services' agent may lag.
-        self.start_pods_immediately = start_pods_immediately
         self.nodes: dict[str, Node] = {}
         self.pods: dict[tuple[str, str], Pod] = {}
         self.pods_by_uid: dict[str, Pod] = {}
@@ -189,14 +185,6 @@ class Cluster:
     def pdb_list(self) -> list[PodDisruptionBudget]:
         self.refresh_pdb_status()
         return list(self.pdbs.values())
-
-    def get_pod(self, namespace: str, name: str) -> Pod | None:
-        return self.pods.get((namespace, name))
-
-    def pending_pods(self) -> list[Pod]:
-        return [p for p in self.pods.values() if not p.spec.node_name and p.status.phase == POD_PENDING]
-
-    # --- apply / delete -----------------------------------------------------------------------
 
     def apply(self, obj: ApiObject) -> tuple[str, ApiObject]:
         """Create or update one decoded, validated object. Returns (action, stored object).
@@ -472,8 +460,8 @@ class Cluster:
             nominated_node_name="",  # cleared once bound (ClearingNominatedNodeNameAfterBinding)
             conditions=_with_condition(pod, PodCondition(CONDITION_POD_SCHEDULED, "True", last_transition_time=now)),
         )
-        if self.start_pods_immediately:
-            status = replace(status, phase=POD_RUNNING, start_time=now)
+        # The node agent starts a bound pod at once.
+        status = replace(status, phase=POD_RUNNING, start_time=now)
         new = replace(pod, spec=replace(pod.spec, node_name=node_name), status=status)
         self._stamp(new)
         self._store_pod(pod, new)
@@ -485,13 +473,6 @@ class Cluster:
             action="Binding",
         )
         return new
-
-    def start_pod(self, pod_uid: str) -> Pod | None:
-        """The node agent reports a bound pod Running."""
-        pod = self.pods_by_uid.get(pod_uid)
-        if pod is None or not pod.spec.node_name or pod.status.phase != POD_PENDING:
-            return pod
-        return self._update_pod(pod, phase=POD_RUNNING, start_time=self.clock())
 
     def mark_unschedulable(self, pod_uid: str, message: str) -> Pod | None:
         """A failed attempt: PodScheduled=False/Unschedulable and a FailedScheduling event."""

@@ -7,7 +7,7 @@ percentageOfNodesToScore (top level and per profile), and the legacy top-level
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
@@ -141,11 +141,7 @@ def scheduler_config_from_dict(doc: dict[str, Any]) -> SchedulerConfig:
         scheduler_name=scheduler_name,
     )
     if not config.plugin_enabled("postFilter", "DefaultPreemption"):
-        config = SchedulerConfig(**{**_fields(config), "preemption_enabled": False})
+        config = replace(config, preemption_enabled=False)
     if errors:
         raise _invalid(errors)
     return config
-
-
-def _fields(config: SchedulerConfig) -> dict[str, Any]:
-    return {name: getattr(config, name) for name in SchedulerConfig.__dataclass_fields__}

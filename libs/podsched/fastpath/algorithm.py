@@ -912,7 +912,7 @@ class FastSchedulingAlgorithm:
                 if pi.pod.priority < pod.priority and pi.pod.uid != pod.uid
             ]
         result = PostFilterResult(best.node_name, list(best.victims), lower_nominated)
-        return PreemptionOutcome(result, Status(Code.SUCCESS), len(candidates), candidates)
+        return PreemptionOutcome(result, Status(Code.SUCCESS), candidates)
 
     def _dry_run(
         self,

@@ -111,7 +111,6 @@ def sequential_dry_run(
 class PreemptionOutcome:
     result: PostFilterResult | None
     status: Status
-    candidates_evaluated: int = 0
     candidates: list[Candidate] = field(default_factory=list)
 
 
@@ -186,4 +185,4 @@ class Evaluator:
                 if pi.pod.priority < pod.priority and pi.pod.uid != pod.uid
             ]
         result = PostFilterResult(best.node_name, list(best.victims), lower_nominated)
-        return PreemptionOutcome(result, Status(Code.SUCCESS), len(candidates), candidates)
+        return PreemptionOutcome(result, Status(Code.SUCCESS), candidates)

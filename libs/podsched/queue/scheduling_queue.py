@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from podsched.api.types import Pod
@@ -106,8 +106,6 @@ class SchedulingQueue:
         self._entry_seq: dict[str, int] = {}  # uid -> seq of its live heap entry (lazy deletion)
         self._infos: dict[str, QueuedPodInfo] = {}
         self._in_flight_events: dict[str, list[str]] = {}
-        self.scheduling_cycle = 0
-        self.moved_in_cycle = -1
 
     # --- bookkeeping --------------------------------------------------------------------------
 
@@ -239,7 +237,6 @@ class SchedulingQueue:
         info.attempts += 1
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = self.clock()
-        self.scheduling_cycle += 1
         self._in_flight_events[uid] = []
         return info
 
@@ -326,14 +323,3 @@ class SchedulingQueue:
     def next_backoff_expiry(self) -> float | None:
         live = [e for e in self._backoff if self._entry_seq.get(e[4]) == e[3] and self._where.get(e[4]) == BACKOFF]
         return min((e[0] for e in live), default=None)
-
-    def oldest_unschedulable_since(self) -> float | None:
-        return min(
-            (self._infos[uid].unschedulable_since for uid, w in self._where.items() if w == UNSCHEDULABLE),
-            default=None,
-        )
-
-    def pods_in(self, where: str) -> Iterator[QueuedPodInfo]:
-        for uid, location in self._where.items():
-            if location == where:
-                yield self._infos[uid]

@@ -229,7 +229,6 @@ class Simulator:
                 )
             log.victims = [f"{v.namespace}/{v.name}" for v in post_filter.victims]
             log.nominated = node
-            self.queue.nominator.add(info.pod_info, node)
             self.cluster.nominate(pod.uid, node, len(post_filter.victims))
         elif post_filter is not None and pod.status.nominated_node_name:
             self.cluster.clear_nomination(pod.uid, "preemption is not helpful for scheduling")
