@@ -1,0 +1,76 @@
+"""Service configuration: one frozen dataclass per service, read from the environment.
+
+Every field `some_field` is read from `PODSCHED_SOME_FIELD`; the dataclass default applies when
+the variable is unset. docker-compose.yml and deploy/ set exactly these variables (a test checks
+the compose file against the dataclasses)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+ENV_PREFIX = "PODSCHED_"
+
+DEFAULT_KAFKA = "127.0.0.1:19092"
+DEFAULT_QUEUE_ADDRESS = "127.0.0.1:50051"  # the public API; the CLI's default --server
+DEFAULT_FILTER_ADDRESS = "127.0.0.1:50052"
+DEFAULT_PREEMPTION_ADDRESS = "127.0.0.1:50053"
+DEFAULT_BINDER_ADDRESS = "127.0.0.1:50054"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CommonConfig:
+    """Fields every service has."""
+
+    # Kafka bootstrap servers, comma separated.
+    kafka_bootstrap_servers: str = DEFAULT_KAFKA
+    # Prepended to every topic name (tests give each run its own topics on one broker).
+    topic_prefix: str = ""
+    # A kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration file; empty for the defaults.
+    scheduler_config: str = ""
+    # Seconds a stopping service lets in-flight RPCs finish after SIGTERM.
+    shutdown_grace_seconds: float = 5.0
+
+
+ConfigT = TypeVar("ConfigT")
+
+
+def env_name(field_name: str) -> str:
+    return ENV_PREFIX + field_name.upper()
+
+
+def env_names(config_class: type) -> dict[str, str]:
+    """field name -> environment variable, for every field of a config dataclass."""
+    return {f.name: env_name(f.name) for f in dataclasses.fields(config_class)}
+
+
+def _convert(raw: str, default: Any, field: dataclasses.Field[Any]) -> Any:
+    kind = type(default) if default is not None else str
+    try:
+        if kind is bool:
+            lowered = raw.strip().lower()
+            if lowered not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError(raw)
+            return lowered in ("1", "true", "yes")
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+    except ValueError:
+        raise ValueError(f"{env_name(field.name)}: invalid value {raw!r} (expected {kind.__name__})") from None
+    return raw
+
+
+def load_config(config_class: type[ConfigT], environ: Mapping[str, str] | None = None, **overrides: Any) -> ConfigT:
+    """Defaults <- environment <- keyword overrides. Raises ValueError naming the variable on bad input."""
+    environ = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for field in dataclasses.fields(config_class):  # type: ignore[arg-type]
+        default = field.default if field.default is not dataclasses.MISSING else field.default_factory()  # type: ignore[misc]
+        raw = environ.get(env_name(field.name))
+        if raw is not None:
+            values[field.name] = _convert(raw, default, field)
+    values.update(overrides)
+    return config_class(**values)

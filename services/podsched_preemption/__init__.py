@@ -1,0 +1,1 @@
+"""The podsched preemption service."""

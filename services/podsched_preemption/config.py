@@ -1,0 +1,16 @@
+"""Configuration of the preemption service (environment variables PODSCHED_<FIELD>)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from podsched_service.config import DEFAULT_PREEMPTION_ADDRESS, CommonConfig
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PreemptionConfig(CommonConfig):
+    # gRPC listen address of the Preemption service.
+    listen_address: str = DEFAULT_PREEMPTION_ADDRESS
+    # Worker processes that run SelectVictimsOnNode over shards of the candidate nodes.
+    workers: int = os.cpu_count() or 1

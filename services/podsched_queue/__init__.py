@@ -1,0 +1,1 @@
+"""The podsched queue service."""
