@@ -303,6 +303,7 @@ def _decode_meta(manifest: dict[str, Any], errors: list[FieldError], *, namespac
         annotations=_string_map(metadata, "annotations", "metadata"),
         creation_timestamp=_timestamp(metadata, "creationTimestamp", "metadata", errors),
         deletion_timestamp=_timestamp(metadata, "deletionTimestamp", "metadata", errors),
+        deletion_grace_period_seconds=_int64(metadata, "deletionGracePeriodSeconds", "metadata"),
         resource_version=_resource_version(metadata, errors),
     )
     errors.extend(validate_object_meta(meta, namespaced=namespaced))
@@ -807,6 +808,7 @@ def _encode_meta(meta: ObjectMeta, source: Any, *, namespaced: bool) -> dict[str
         "resourceVersion": str(meta.resource_version) if meta.resource_version else None,
         "creationTimestamp": _timestamp_text(meta.creation_timestamp),
         "deletionTimestamp": _timestamp_text(meta.deletion_timestamp),
+        "deletionGracePeriodSeconds": meta.deletion_grace_period_seconds,
         "labels": dict(meta.labels),
         "annotations": dict(meta.annotations),
     }

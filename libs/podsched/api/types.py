@@ -58,6 +58,9 @@ class ObjectMeta:
     annotations: dict[str, str] = field(default_factory=dict)
     creation_timestamp: float | None = None  # seconds since the epoch (simulated or real clock)
     deletion_timestamp: float | None = None
+    # The grace period a terminating pod was given (it may differ from the spec's when the delete
+    # named one): with deletionTimestamp it says when the pod is gone, even after a restart.
+    deletion_grace_period_seconds: int | None = None
     resource_version: int = 0
 
 

@@ -112,8 +112,12 @@ class Cluster:
         self,
         clock: Callable[[], float],
         uid_factory: Callable[[], str] | None = None,
+        authoritative: bool = True,
     ) -> None:
         self.clock = clock
+        # A replica (authoritative=False) follows the binder's log with `restore`: it never computes
+        # PDB status itself but keeps the status the binder published.
+        self.authoritative = authoritative
         counter = itertools.count(1)
         self.new_uid = uid_factory or (lambda: f"{next(counter):08x}-0000-4000-8000-000000000000")
         self.nodes: dict[str, Node] = {}
@@ -125,7 +129,9 @@ class Cluster:
         self.history: dict[str, Pod] = {}  # uid -> last version of every pod ever created
         self.events: list[ev.Event] = []
         self.listeners: list[Callable[[Change], None]] = []
-        self._resource_version = itertools.count(1)
+        # Called with every recorded Event, new or repeated (its count bumped).
+        self.event_listeners: list[Callable[[ev.Event], None]] = []
+        self.resource_version = 0  # the last one assigned (or restored)
         self._terminations: dict[str, float] = {}  # uid -> time the pod is removed
         self._dirty_pdb_namespaces: set[str] = set()
         for priority_class in builtin_priority_classes():
@@ -138,7 +144,8 @@ class Cluster:
             listener(change)
 
     def _stamp(self, obj: Any) -> None:
-        obj.metadata.resource_version = next(self._resource_version)
+        self.resource_version += 1
+        obj.metadata.resource_version = self.resource_version
 
     def record(
         self,
@@ -159,6 +166,7 @@ class Cluster:
                 if previous.reason == reason and previous.message == message:
                     previous.count += 1
                     previous.last_time = now
+                    self._notify_event(previous)
                     return previous
                 break
         event = ev.Event(
@@ -175,7 +183,12 @@ class Cluster:
             len(self.events),
         )
         self.events.append(event)
+        self._notify_event(event)
         return event
+
+    def _notify_event(self, event: ev.Event) -> None:
+        for listener in self.event_listeners:
+            listener(event)
 
     # --- reads --------------------------------------------------------------------------------
 
@@ -240,6 +253,10 @@ class Cluster:
         ):
             return UNCHANGED, old
         self._new_meta(node, old)
+        self._store_node(old, node)
+        return (CONFIGURED if old else CREATED), node
+
+    def _store_node(self, old: Node | None, node: Node) -> None:
         self.nodes[node.name] = node
         if old is None:
             info = NodeInfo(node)
@@ -251,7 +268,6 @@ class Cluster:
         else:
             self.node_infos[node.name].set_node(node)
         self._notify(Change(MODIFIED if old else ADDED, KIND_NODE, old, node))
-        return (CONFIGURED if old else CREATED), node
 
     def _apply_pdb(self, pdb: PodDisruptionBudget) -> tuple[str, ApiObject]:
         old = self.pdbs.get(pdb.key)
@@ -410,7 +426,7 @@ class Cluster:
         )
         new = replace(
             pod,
-            metadata=replace(pod.metadata, deletion_timestamp=now),
+            metadata=replace(pod.metadata, deletion_timestamp=now, deletion_grace_period_seconds=grace),
             status=replace(pod.status, conditions=conditions if conditions is not None else pod.status.conditions),
         )
         self._stamp(new)
@@ -547,6 +563,71 @@ class Cluster:
             victim, victim.spec.termination_grace_period_seconds, _with_condition(victim, condition)
         )
 
+    # --- following the binder's log -------------------------------------------------------------
+
+    def restore(self, change_type: str, obj: ApiObject) -> None:
+        """Apply one change exactly as the binder recorded it: no admission, no events, the recorded
+        resource version. Replicas follow the log with this; a restarting binder rebuilds with it.
+        Listeners hear the change as if it had happened here."""
+        self.resource_version = max(self.resource_version, obj.metadata.resource_version)
+        if isinstance(obj, Pod):
+            self._restore_pod(change_type, obj)
+        elif isinstance(obj, Node):
+            old_node = self.nodes.get(obj.name)
+            if change_type == REMOVED:
+                if old_node is not None:
+                    del self.nodes[obj.name]
+                    self.node_infos.pop(obj.name, None)
+                    self._notify(Change(REMOVED, KIND_NODE, old_node, None))
+            else:
+                self._store_node(old_node, obj)
+        elif isinstance(obj, PriorityClass):
+            old_class = self.priority_classes.get(obj.name)
+            if change_type == REMOVED:
+                if self.priority_classes.pop(obj.name, None) is not None:
+                    self._notify(Change(REMOVED, KIND_PRIORITY_CLASS, old_class, None))
+            else:
+                self.priority_classes[obj.name] = obj
+                self._notify(Change(MODIFIED if old_class else ADDED, KIND_PRIORITY_CLASS, old_class, obj))
+        else:
+            old_pdb = self.pdbs.get(obj.key)
+            if change_type == REMOVED:
+                if self.pdbs.pop(obj.key, None) is not None:
+                    self._notify(Change(REMOVED, KIND_PDB, old_pdb, None))
+            else:
+                self.pdbs[obj.key] = obj
+                self._notify(Change(MODIFIED if old_pdb else ADDED, KIND_PDB, old_pdb, obj))
+
+    def _restore_pod(self, change_type: str, pod: Pod) -> None:
+        old = self.pods_by_uid.get(pod.uid)
+        same_name = self.pods.get(pod.key)
+        if same_name is not None and same_name.uid != pod.uid:  # never expected: the log removes it first
+            self._store_pod(same_name, None)
+        if change_type == REMOVED:
+            self._terminations.pop(pod.uid, None)
+            if old is not None:
+                self._store_pod(old, None)
+            self.history[pod.uid] = pod
+            return
+        self._store_pod(old, pod)
+        deletion = pod.metadata.deletion_timestamp
+        if deletion is not None and self._occupies_node(pod):
+            grace = pod.metadata.deletion_grace_period_seconds
+            grace = pod.spec.termination_grace_period_seconds if grace is None else grace
+            self._terminations[pod.uid] = deletion + grace
+        else:
+            self._terminations.pop(pod.uid, None)
+
+    def restore_event(self, event: ev.Event) -> None:
+        """Take one Event from the binder's log (a repeat carries the sequence it was first given)."""
+        if event.sequence < len(self.events):
+            self.events[event.sequence] = event
+        elif event.sequence == len(self.events):
+            self.events.append(event)
+        else:
+            raise ValueError(f"event sequence {event.sequence} skips {len(self.events)}..{event.sequence - 1}")
+        self._notify_event(event)
+
     # --- time ---------------------------------------------------------------------------------
 
     def next_termination_time(self) -> float | None:
@@ -568,7 +649,7 @@ class Cluster:
 
     def refresh_pdb_status(self) -> None:
         """Recompute status for PDBs in namespaces whose pods changed (the disruption controller)."""
-        if not self._dirty_pdb_namespaces:
+        if not self._dirty_pdb_namespaces or not self.authoritative:
             return
         dirty = self._dirty_pdb_namespaces
         self._dirty_pdb_namespaces = set()

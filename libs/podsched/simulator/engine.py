@@ -15,20 +15,15 @@ from typing import Any
 
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, load_documents
-from podsched.api.types import KIND_NODE, KIND_POD, POD_PENDING, Pod
-from podsched.cluster.state import (
-    ADDED,
-    MODIFIED,
-    REMOVED,
-    BindError,
-    Change,
-    Cluster,
-)
+from podsched.api.types import Pod
+from podsched.cluster.failure import record_scheduling_failure
+from podsched.cluster.state import BindError, Cluster
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
 from podsched.plugins.registry import build_algorithm
 from podsched.preemption.evaluator import DryRunExecutor
 from podsched.queue import scheduling_queue as sq
+from podsched.queue.cluster_feed import queue_feed
 from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 
 # 2026-01-01T00:00:00Z: simulated time starts here so output is reproducible.
@@ -96,7 +91,7 @@ class Simulator:
             self.algorithm = build_algorithm(
                 self.config, self.queue.nominator, offset=offset or (lambda n: 0), rng=rng, executor=executor
             )
-        self.cluster.listeners.append(self._on_change)
+        self.cluster.listeners.append(queue_feed(self.queue))
         self.rejected: list[Rejection] = []
         self.cycles: list[CycleLog] = []
 
@@ -157,38 +152,6 @@ class Simulator:
         with open(path, encoding="utf-8") as handle:
             return self.apply_text(handle.read(), path)
 
-    # --- cluster events -> queue --------------------------------------------------------------
-
-    def _on_change(self, change: Change) -> None:
-        queue = self.queue
-        if change.kind == KIND_NODE:
-            if change.type in (ADDED, MODIFIED):
-                queue.on_event(sq.NODE_ADD if change.type == ADDED else sq.NODE_UPDATE)
-            return
-        if change.kind != KIND_POD:
-            return
-        old, new = change.old, change.new
-        assert old is None or isinstance(old, Pod)
-        assert new is None or isinstance(new, Pod)
-        if change.type == ADDED and new is not None:
-            if new.spec.node_name:
-                queue.on_event(sq.ASSIGNED_POD_ADD)
-            elif new.status.phase == POD_PENDING:
-                queue.add(new)
-        elif change.type == MODIFIED and old is not None and new is not None:
-            if not new.spec.node_name:
-                queue.update(old, new)
-            elif not old.spec.node_name:
-                queue.done(new.uid)
-                queue.nominator.remove(new)
-                queue.on_event(sq.ASSIGNED_POD_ADD)
-            else:
-                queue.on_event(sq.ASSIGNED_POD_UPDATE)
-        elif change.type == REMOVED and old is not None:
-            queue.delete(old)
-            if old.spec.node_name:
-                queue.on_event(sq.ASSIGNED_POD_DELETE)
-
     # --- scheduling ---------------------------------------------------------------------------
 
     def schedule_one(self) -> CycleLog | None:
@@ -219,22 +182,21 @@ class Simulator:
         """Actuate preemption, then the failure handler: nominatedNodeName, PodScheduled=False,
         FailedScheduling event, and back to the queue."""
         post_filter = result.post_filter
-        if post_filter is not None and post_filter.nominated_node_name:
-            node = post_filter.nominated_node_name
-            for victim in post_filter.victims:
-                self.cluster.preempt_victim(victim.uid, pod, node)
-            for nominated in post_filter.lower_priority_nominated_pods:
-                self.cluster.clear_nomination(
-                    nominated.uid, f"pod {pod.namespace}/{pod.name} with higher priority preempted on that node"
-                )
+        nominated = post_filter.nominated_node_name if post_filter is not None else ""
+        if post_filter is not None and nominated:
             log.victims = [f"{v.namespace}/{v.name}" for v in post_filter.victims]
-            log.nominated = node
-            self.cluster.nominate(pod.uid, node, len(post_filter.victims))
-        elif post_filter is not None and pod.status.nominated_node_name:
-            self.cluster.clear_nomination(pod.uid, "preemption is not helpful for scheduling")
+            log.nominated = nominated
         message = result.message
         log.message = message
-        self.cluster.mark_unschedulable(pod.uid, message)
+        record_scheduling_failure(
+            self.cluster,
+            pod.uid,
+            message,
+            nominated,
+            [v.uid for v in post_filter.victims] if post_filter is not None and nominated else (),
+            [p.uid for p in post_filter.lower_priority_nominated_pods] if post_filter is not None and nominated else (),
+            clear_own_nomination=post_filter is not None and not nominated,
+        )
         fresh = self.queue.info(pod.uid)
         self.queue.add_unschedulable_if_not_present(
             fresh or info, result.rejector_plugins, error=bool(result.error), message=message

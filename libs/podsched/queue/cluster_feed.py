@@ -1,0 +1,49 @@
+"""Cluster changes -> scheduling queue: what upstream's event handlers (eventhandlers.go) do.
+
+Pending pods enter the queue, updates move them, bound pods leave it, and changes that can make
+unschedulable pods schedulable (a node added or updated, an assigned pod added, updated or
+deleted) are cluster events that move pods out of the unschedulable pool. `simulate` and the
+queue service use the same listener."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from podsched.api.types import KIND_NODE, KIND_POD, POD_PENDING, Pod
+from podsched.cluster.state import ADDED, MODIFIED, REMOVED, Change
+from podsched.queue import scheduling_queue as sq
+
+
+def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
+    """A `Cluster` listener that keeps `queue` in step with the cluster."""
+
+    def on_change(change: Change) -> None:
+        if change.kind == KIND_NODE:
+            if change.type in (ADDED, MODIFIED):
+                queue.on_event(sq.NODE_ADD if change.type == ADDED else sq.NODE_UPDATE)
+            return
+        if change.kind != KIND_POD:
+            return
+        old, new = change.old, change.new
+        assert old is None or isinstance(old, Pod)
+        assert new is None or isinstance(new, Pod)
+        if change.type == ADDED and new is not None:
+            if new.spec.node_name:
+                queue.on_event(sq.ASSIGNED_POD_ADD)
+            elif new.status.phase == POD_PENDING:
+                queue.add(new)
+        elif change.type == MODIFIED and old is not None and new is not None:
+            if not new.spec.node_name:
+                queue.update(old, new)
+            elif not old.spec.node_name:
+                queue.done(new.uid)
+                queue.nominator.remove(new)
+                queue.on_event(sq.ASSIGNED_POD_ADD)
+            else:
+                queue.on_event(sq.ASSIGNED_POD_UPDATE)
+        elif change.type == REMOVED and old is not None:
+            queue.delete(old)
+            if old.spec.node_name:
+                queue.on_event(sq.ASSIGNED_POD_DELETE)
+
+    return on_change

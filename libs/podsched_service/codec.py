@@ -1,0 +1,205 @@
+"""Between the pure core's types and the wire: Kafka records (podsched.events.v1), the internal
+protos, and gRPC statuses. Kept in one place so every service reads and writes the same shapes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import grpc
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from podsched.api.errors import ApiError
+from podsched.api.manifests import decode_object, encode_object, parse_timestamp
+from podsched.api.types import ApiObject, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus
+from podsched.cluster import events as ev
+from podsched.cluster.state import ADDED, MODIFIED, REMOVED, Change
+from podsched.framework.interface import NodeToStatus
+from podsched.framework.status import Code, Status
+from podsched_proto.events.v1 import events_pb2
+from podsched_proto.filter.v1 import filter_pb2
+
+OBJECTS_TOPIC = "podsched.objects.v1"
+EVENTS_TOPIC = "podsched.events.v1"
+
+_CHANGE_TYPES = {
+    ADDED: events_pb2.ObjectChange.ADDED,
+    MODIFIED: events_pb2.ObjectChange.MODIFIED,
+    REMOVED: events_pb2.ObjectChange.DELETED,
+}
+_CHANGE_NAMES = {value: key for key, value in _CHANGE_TYPES.items()}
+
+
+def topics(prefix: str) -> tuple[str, str]:
+    """(objects topic, events topic) under a prefix."""
+    return prefix + OBJECTS_TOPIC, prefix + EVENTS_TOPIC
+
+
+# --- time ------------------------------------------------------------------------------------------
+
+
+def to_timestamp(seconds: float) -> Timestamp:
+    stamp = Timestamp()
+    whole = int(seconds // 1)
+    stamp.seconds = whole
+    stamp.nanos = round((seconds - whole) * 1e9) % 1_000_000_000
+    return stamp
+
+
+def from_timestamp(stamp: Timestamp) -> float:
+    return stamp.seconds + stamp.nanos / 1e9
+
+
+# --- objects -----------------------------------------------------------------------------------------
+
+
+def object_key(obj: ApiObject) -> bytes:
+    """The record key: one object's changes stay in one partition, in order."""
+    return f"{obj.kind}/{obj.metadata.namespace}/{obj.metadata.name}".encode()
+
+
+def to_json(obj: ApiObject) -> bytes:
+    return json.dumps(encode_object(obj), separators=(",", ":")).encode()
+
+
+def reference(obj: ApiObject) -> events_pb2.ObjectReference:
+    meta = obj.metadata
+    return events_pb2.ObjectReference(kind=obj.kind, namespace=meta.namespace, name=meta.name, uid=meta.uid)
+
+
+def change_record(change: Change, writer: str, now: float) -> tuple[bytes, bytes]:
+    """A cluster Change as (key, serialized ObjectChange)."""
+    obj = change.new if change.new is not None else change.old
+    assert obj is not None
+    record = events_pb2.ObjectChange(
+        type=_CHANGE_TYPES[change.type],
+        object=reference(obj),
+        resource_version=obj.metadata.resource_version,
+        object_json=to_json(obj),
+        writer=writer,
+        time=to_timestamp(now),
+    )
+    if isinstance(obj, Pod):
+        record.node_name = obj.spec.node_name
+        record.phase = obj.status.phase
+        record.priority = obj.priority
+        record.nominated_node_name = obj.status.nominated_node_name
+    return object_key(obj), record.SerializeToString()
+
+
+def decode_change(value: bytes) -> tuple[str, ApiObject, int]:
+    """A serialized ObjectChange as (change type, object, resource version). A DELETED record's
+    object is the last state the object had."""
+    record = events_pb2.ObjectChange.FromString(value)
+    document = json.loads(record.object_json)
+    obj = decode_object(document)
+    if isinstance(obj, PodDisruptionBudget):
+        # Decoding drops a PDB's status (clients may not set it); the binder's is the truth.
+        obj.status = pdb_status_from_json(document.get("status") or {})
+    obj.metadata.resource_version = record.resource_version
+    return _CHANGE_NAMES[record.type], obj, record.resource_version
+
+
+def pdb_status_from_json(status: dict[str, Any]) -> PodDisruptionBudgetStatus:
+    return PodDisruptionBudgetStatus(
+        current_healthy=int(status.get("currentHealthy", 0)),
+        desired_healthy=int(status.get("desiredHealthy", 0)),
+        disruptions_allowed=int(status.get("disruptionsAllowed", 0)),
+        expected_pods=int(status.get("expectedPods", 0)),
+        disrupted_pods={name: parse_timestamp(moment) for name, moment in (status.get("disruptedPods") or {}).items()},
+    )
+
+
+# --- events ------------------------------------------------------------------------------------------
+
+
+def _ref_to_proto(ref: ev.ObjectReference) -> events_pb2.ObjectReference:
+    return events_pb2.ObjectReference(kind=ref.kind, namespace=ref.namespace, name=ref.name, uid=ref.uid)
+
+
+def _ref_from_proto(ref: events_pb2.ObjectReference) -> ev.ObjectReference:
+    return ev.ObjectReference(ref.kind, ref.namespace, ref.name, ref.uid)
+
+
+def event_to_proto(event: ev.Event) -> events_pb2.Event:
+    message = events_pb2.Event(
+        type=event.type,
+        reason=event.reason,
+        message=event.message,
+        involved_object=_ref_to_proto(event.involved_object),
+        event_time=to_timestamp(event.event_time),
+        reporting_controller=event.reporting_controller,
+        action=event.action,
+        count=event.count,
+        last_time=to_timestamp(event.last_time),
+        sequence=event.sequence,
+    )
+    if event.related is not None:
+        message.related.CopyFrom(_ref_to_proto(event.related))
+    return message
+
+
+def event_from_proto(message: events_pb2.Event) -> ev.Event:
+    return ev.Event(
+        message.type,
+        message.reason,
+        message.message,
+        _ref_from_proto(message.involved_object),
+        from_timestamp(message.event_time),
+        message.reporting_controller,
+        message.action,
+        _ref_from_proto(message.related) if message.HasField("related") else None,
+        message.count,
+        from_timestamp(message.last_time),
+        message.sequence,
+    )
+
+
+def event_record(event: ev.Event) -> tuple[bytes, bytes]:
+    """An Event as (key, serialized Event): keyed by the involved object's UID."""
+    return event.involved_object.uid.encode(), event_to_proto(event).SerializeToString()
+
+
+# --- Filter outcome <-> NodeToStatus -------------------------------------------------------------------
+
+
+def status_groups(diagnosis: NodeToStatus) -> list[filter_pb2.NodeStatusGroup]:
+    """Per-node statuses grouped by identical status, each group's nodes in visiting order."""
+    groups: dict[tuple[int, tuple[str, ...], str], filter_pb2.NodeStatusGroup] = {}
+    for node_name, status in diagnosis.statuses.items():
+        key = (int(status.code), tuple(status.reasons), status.plugin)
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = filter_pb2.NodeStatusGroup(
+                code=int(status.code), reasons=status.reasons, plugin=status.plugin
+            )
+        group.node_names.append(node_name)
+    return list(groups.values())
+
+
+def node_to_status(groups: list[filter_pb2.NodeStatusGroup], absent: filter_pb2.NodeStatusGroup) -> NodeToStatus:
+    """The inverse of `status_groups`: nodes keep their visiting order within each group; the order
+    across groups does not matter to PostFilter (it walks nodes in snapshot order)."""
+    diagnosis = NodeToStatus(Status(Code(absent.code), list(absent.reasons), absent.plugin) if absent.code else None)
+    for group in groups:
+        status = Status(Code(group.code), list(group.reasons), group.plugin)
+        for node_name in group.node_names:
+            diagnosis.statuses[node_name] = status
+    return diagnosis
+
+
+# --- errors --------------------------------------------------------------------------------------------
+
+_CODES = {
+    "Invalid": grpc.StatusCode.INVALID_ARGUMENT,
+    "BadRequest": grpc.StatusCode.INVALID_ARGUMENT,
+    # Admission refusals (Kubernetes 403 from an admission plugin); authorization uses PERMISSION_DENIED.
+    "Forbidden": grpc.StatusCode.FAILED_PRECONDITION,
+    "AlreadyExists": grpc.StatusCode.ALREADY_EXISTS,
+    "NotFound": grpc.StatusCode.NOT_FOUND,
+    "Conflict": grpc.StatusCode.ABORTED,
+}
+
+
+def status_code(error: ApiError) -> grpc.StatusCode:
+    return _CODES.get(error.reason, grpc.StatusCode.INVALID_ARGUMENT)

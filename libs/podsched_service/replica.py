@@ -1,0 +1,96 @@
+"""A service's copy of the cluster, rebuilt from the binder's log and kept current by following it.
+
+Every service except the binder holds one. A request names the resource version its caller has
+seen; `wait_for` blocks until the copy has applied it, so answers are never computed on a copy
+older than the caller's view (the binder's version order is total: podsched.objects.v1 has one
+partition)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+from aiokafka import ConsumerRecord
+
+from podsched.cluster import events as ev
+from podsched.cluster.state import Cluster
+from podsched_proto.events.v1 import events_pb2
+from podsched_service.codec import decode_change, event_from_proto, topics
+from podsched_service.kafka_log import LogReader
+
+log = logging.getLogger(__name__)
+
+
+class Replica:
+    def __init__(self, cluster: Cluster, bootstrap: str, prefix: str, follow_events: bool = False) -> None:
+        self.cluster = cluster
+        self.objects_topic, self.events_topic = topics(prefix)
+        names = [self.objects_topic] + ([self.events_topic] if follow_events else [])
+        self.reader = LogReader(bootstrap, names)
+        self.version = 0  # the last resource version applied
+        self._early_events: dict[int, ev.Event] = {}  # events that arrived before their predecessors
+        self._progress = asyncio.Condition()
+        self._task: asyncio.Task[None] | None = None
+        # Called after every batch of records is applied (e.g. to wake the scheduling loop).
+        self.on_applied: list[Callable[[], None]] = []
+
+    @property
+    def event_sequence(self) -> int:
+        """The last event sequence applied with every earlier one (-1: none)."""
+        return len(self.cluster.events) - 1
+
+    async def start(self) -> None:
+        """Replay the log to its current end, then follow it in the background."""
+        await self.reader.start()
+        count = await self.reader.read_to_end(self._apply)
+        log.info("replayed %d records up to resource version %d", count, self.version)
+        self._task = asyncio.create_task(self._follow(), name="replica-follow")
+
+    async def _follow(self) -> None:
+        consumer = self.reader.consumer
+        while True:
+            batches = await consumer.getmany(timeout_ms=1000)
+            if not batches:
+                continue
+            for records in batches.values():
+                for record in records:
+                    self._apply(record)
+            for callback in self.on_applied:
+                callback()
+            async with self._progress:
+                self._progress.notify_all()
+
+    def _apply(self, record: ConsumerRecord) -> None:
+        if record.topic == self.objects_topic:
+            change_type, obj, version = decode_change(record.value)
+            if version <= self.version:
+                return  # already applied (cannot happen with transactions; cheap to guard)
+            self.cluster.restore(change_type, obj)
+            self.version = version
+            return
+        event = event_from_proto(events_pb2.Event.FromString(record.value))
+        if event.sequence <= len(self.cluster.events):
+            self.cluster.restore_event(event)
+        else:
+            self._early_events[event.sequence] = event
+        while len(self.cluster.events) in self._early_events:
+            self.cluster.restore_event(self._early_events.pop(len(self.cluster.events)))
+
+    async def wait_for(self, version: int, event_sequence: int = -1, timeout: float = 30.0) -> None:
+        """Until this copy has applied `version` (and every event up to `event_sequence`)."""
+        if self.version >= version and self.event_sequence >= event_sequence:
+            return
+        async with asyncio.timeout(timeout):
+            async with self._progress:
+                await self._progress.wait_for(
+                    lambda: self.version >= version and self.event_sequence >= event_sequence
+                )
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self.reader.stop()
