@@ -417,6 +417,7 @@ def check_event_sequences(log: Log) -> list[str]:
     for sequence, events in sorted(by_sequence.items()):
         first = events[0]
         label = f"{first.involved_object.namespace}/{first.involved_object.name} (uid {first.involved_object.uid})"
+        counts = [first.count]
         for later in events[1:]:
             if (later.reason, later.involved_object.uid) != (first.reason, first.involved_object.uid):
                 violations.append(
@@ -424,8 +425,9 @@ def check_event_sequences(log: Log) -> list[str]:
                     f"{later.involved_object.namespace}/{later.involved_object.name} "
                     f"(uid {later.involved_object.uid})"
                 )
-        counts = [event.count for event in events]
-        if len(events) > 1 and any(b <= a for a, b in pairwise(counts)):
+            else:
+                counts.append(later.count)
+        if any(b <= a for a, b in pairwise(counts)):
             violations.append(
                 f"event sequence {sequence} ({first.reason} on {label}) re-published without a count bump: "
                 f"counts {counts}"
