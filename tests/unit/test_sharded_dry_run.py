@@ -32,7 +32,7 @@ def in_process_executor(workers: int, calls: list[int]):  # type: ignore[no-unty
     return execute
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads, st.integers(1, 5))
 def test_sharded_dry_runs_end_every_simulation_exactly_like_one_worker(w: Workload, workers: int) -> None:
     one = simulate(Simulator(offset=offsets(w), fast=False), w)
