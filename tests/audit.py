@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import UnknownTopicOrPartitionError
 
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
@@ -41,6 +43,8 @@ DELETED = ObjectChange.DELETED
 FAILED_SCHEDULING = "FailedScheduling"
 PREEMPTED = "Preempted"
 SCHEDULED = "Scheduled"
+
+UNKNOWN_TOPIC_OR_PARTITION = UnknownTopicOrPartitionError.errno
 
 # Phases in which a bound pod no longer holds its node's resources (the node agent has stopped it).
 TERMINAL_PHASES = frozenset({POD_FAILED, POD_SUCCEEDED})
@@ -105,12 +109,7 @@ async def read_log(bootstrap: str, prefix: str, timeout: float = 30) -> Log:
     positions: dict[TopicPartition, int] = {}
     try:
         async with asyncio.timeout(timeout):
-            await consumer.topics()  # refreshes the cluster metadata, so partitions_for_topic is current
-            partitions = [
-                TopicPartition(topic, p)
-                for topic in (objects_topic, events_topic)
-                for p in sorted(consumer.partitions_for_topic(topic) or ())
-            ]
+            partitions = await _partitions(bootstrap, [objects_topic, events_topic])
             if partitions:
                 consumer.assign(partitions)
                 await consumer.seek_to_beginning(*partitions)
@@ -130,6 +129,28 @@ async def read_log(bootstrap: str, prefix: str, timeout: float = 30) -> Log:
     finally:
         await consumer.stop()
     return _decode(records, objects_topic, events_topic)
+
+
+async def _partitions(bootstrap: str, topics: list[str]) -> list[TopicPartition]:
+    """Every partition of the topics that exist. Asked of the admin client: the consumer's own metadata only
+    knows topics it has been told about, and asking it would not say whether a topic exists."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        described = await admin.describe_topics(topics)
+    finally:
+        await admin.close()
+    partitions: list[TopicPartition] = []
+    for topic in described:
+        if topic["error_code"] == UNKNOWN_TOPIC_OR_PARTITION:
+            continue
+        if topic["error_code"] != 0:
+            raise RuntimeError(f"read_log: describing topic {topic['topic']} failed with error {topic['error_code']}")
+        partitions += [
+            TopicPartition(topic["topic"], p["partition"])
+            for p in sorted(topic["partitions"], key=lambda p: p["partition"])
+        ]
+    return partitions
 
 
 def _decode(

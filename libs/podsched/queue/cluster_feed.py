@@ -11,7 +11,9 @@ from collections.abc import Callable
 
 from podsched.api.types import KIND_NODE, KIND_POD, POD_PENDING, Pod
 from podsched.cluster.state import ADDED, MODIFIED, REMOVED, Change
+from podsched.framework.node_info import PodInfo
 from podsched.queue import scheduling_queue as sq
+from podsched.queue.nominator import Nominator
 
 
 def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
@@ -45,5 +47,23 @@ def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
             queue.delete(old)
             if old.spec.node_name:
                 queue.on_event(sq.ASSIGNED_POD_DELETE)
+
+    return on_change
+
+
+def nominator_feed(nominator: Nominator) -> Callable[[Change], None]:
+    """A `Cluster` listener that keeps a nominator equal to the pods' status.nominatedNodeName:
+    how the filter and preemption services, which follow the binder's log, know the nominations
+    the queue service's scheduling cycles made."""
+
+    def on_change(change: Change) -> None:
+        if change.kind != KIND_POD:
+            return
+        if change.new is None:
+            assert isinstance(change.old, Pod)
+            nominator.remove(change.old)
+        else:
+            assert isinstance(change.new, Pod)
+            nominator.add(PodInfo(change.new))
 
     return on_change

@@ -1,0 +1,92 @@
+"""The resource types the client knows, and how kubectl's words for them map to the API.
+
+kubectl resolves `po`, `pod`, `pods` and `pods/web` on the client side (its RESTMapper) and sends
+the canonical plural; so does `podsched`, so the server only ever sees one spelling.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from podsched.api.manifests import ACCEPTED_TYPES
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceType:
+    """One API resource: its plural (what requests carry), kind, and kubectl's printed name."""
+
+    plural: str
+    kind: str
+    # kubectl's `resource.group` in output lines: `pod/web created`, `priorityclass.scheduling.k8s.io/high`.
+    qualified: str
+    namespaced: bool
+    aliases: tuple[str, ...]
+
+
+POD = ResourceType("pods", "Pod", "pod", True, ("pod", "po"))
+NODE = ResourceType("nodes", "Node", "node", False, ("node", "no"))
+PRIORITY_CLASS = ResourceType(
+    "priorityclasses",
+    "PriorityClass",
+    "priorityclass.scheduling.k8s.io",
+    False,
+    ("priorityclass", "pc", "priorityclasses.scheduling.k8s.io"),
+)
+PDB = ResourceType(
+    "poddisruptionbudgets",
+    "PodDisruptionBudget",
+    "poddisruptionbudget.policy",
+    True,
+    ("poddisruptionbudget", "pdb", "poddisruptionbudgets.policy"),
+)
+RESOURCE_TYPES = (POD, NODE, PRIORITY_CLASS, PDB)
+
+
+class UnknownResourceError(ValueError):
+    """A resource word the client cannot map; `str()` is kubectl's error text (without `error: `)."""
+
+
+def resource_type(word: str) -> ResourceType:
+    """`po`, `pod`, `pods`, `Pods`, `pdb`, `priorityclass.scheduling.k8s.io`... -> the resource type."""
+    lowered = word.strip().lower()
+    for candidate in RESOURCE_TYPES:
+        if lowered in (candidate.plural, candidate.qualified, *candidate.aliases):
+            return candidate
+    raise UnknownResourceError(f'the server doesn\'t have a resource type "{word}"')
+
+
+def resource_type_of_kind(kind: str) -> ResourceType | None:
+    for candidate in RESOURCE_TYPES:
+        if candidate.kind == kind:
+            return candidate
+    return None
+
+
+def is_served(api_version: str, kind: str) -> bool:
+    """Whether the API serves this apiVersion/kind pair (kubectl's RESTMapper lookup)."""
+    return api_version in ACCEPTED_TYPES.get(kind, ())
+
+
+def parse_targets(words: list[str]) -> list[tuple[ResourceType, str | None]]:
+    """kubectl's resource arguments: `KIND [NAME...]` or `KIND/NAME...`.
+
+    Returns (type, name) pairs; a lone `KIND` gives one pair with name None (every object).
+    Raises UnknownResourceError for an unknown kind and ValueError for mixed forms."""
+    if not words:
+        raise ValueError("you must specify the type of resource to get")
+    if "/" not in words[0]:
+        kind = resource_type(words[0])
+        if any("/" in word for word in words[1:]):
+            raise ValueError(
+                "there is no need to specify a resource type as a separate argument when passing arguments "
+                "in resource/name form (e.g. 'podsched get resource/<resource_name>' instead of "
+                "'podsched get resource resource/<resource_name>'"
+            )
+        return [(kind, name) for name in words[1:]] or [(kind, None)]
+    targets: list[tuple[ResourceType, str | None]] = []
+    for word in words:
+        kind_word, separator, name = word.partition("/")
+        if not separator or not name:
+            raise ValueError(f'arguments in resource/name form must have a single resource and name: "{word}"')
+        targets.append((resource_type(kind_word), name))
+    return targets

@@ -1,0 +1,62 @@
+"""What the filter and preemption services share: a replica of the cluster with its nominator, the
+scheduler configuration, and pods named by a request (stored, by UID, or not stored, for a dry run)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import grpc
+
+from podsched.api.errors import ApiError
+from podsched.api.manifests import decode_object
+from podsched.api.types import Pod
+from podsched.cluster.state import Cluster
+from podsched.config.scheduler_config import SchedulerConfig, parse_scheduler_config
+from podsched.queue.cluster_feed import nominator_feed
+from podsched.queue.nominator import Nominator
+from podsched_proto.filter.v1 import filter_pb2
+from podsched_service.replica import Replica
+
+DRY_RUN_UID = "dry-run"
+
+
+def load_scheduler_config(path: str) -> SchedulerConfig:
+    if not path:
+        return SchedulerConfig()
+    with open(path, encoding="utf-8") as handle:
+        return parse_scheduler_config(handle.read(), path)
+
+
+class ClusterCopy:
+    """A replica Cluster, following the log, with the nominations it implies."""
+
+    def __init__(self, bootstrap: str, prefix: str, follow_events: bool = False) -> None:
+        self.cluster = Cluster(time.time, authoritative=False)
+        self.nominator = Nominator()
+        self.cluster.listeners.append(nominator_feed(self.nominator))
+        self.replica = Replica(self.cluster, bootstrap, prefix, follow_events)
+
+
+class PodLookupError(Exception):
+    """The request names a pod this service cannot use (gone, already bound, malformed)."""
+
+    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def pod_to_place(cluster: Cluster, ref: filter_pb2.PodToPlace) -> Pod:
+    if ref.pod_json:
+        try:
+            obj = decode_object(json.loads(ref.pod_json))
+        except (ApiError, ValueError) as error:
+            raise PodLookupError(grpc.StatusCode.INVALID_ARGUMENT, f"pod_json: {error}") from error
+        if not isinstance(obj, Pod):
+            raise PodLookupError(grpc.StatusCode.INVALID_ARGUMENT, f"pod_json: a {obj.kind}, not a Pod")
+        obj.metadata.uid = obj.metadata.uid or DRY_RUN_UID
+        return obj
+    pod = cluster.pods_by_uid.get(ref.uid)
+    if pod is None:
+        raise PodLookupError(grpc.StatusCode.NOT_FOUND, f"pod with uid {ref.uid} not found")
+    return pod

@@ -1,0 +1,110 @@
+"""The filter service: Filter and Score over every node, on a replica that follows the binder's log.
+
+Pods of one request are placed in order on the same replica: a pod placed earlier in the batch is
+assumed on its node (as kube-scheduler's cache assumes a pod before its bind completes) while later
+pods are filtered, then the assumptions are rolled back; the binds themselves come back through the
+log. The batch stops at the first pod that fits nowhere."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from typing import Any
+
+import grpc
+
+from podsched.api.types import Pod
+from podsched.cluster.state import MODIFIED
+from podsched.fastpath import build_fast_algorithm
+from podsched.scheduler.schedule_one import CycleResult
+from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
+from podsched_service.codec import status_groups
+from podsched_service.scheduling import ClusterCopy, PodLookupError, load_scheduler_config, pod_to_place
+
+from .config import FilterConfig
+
+log = logging.getLogger(__name__)
+
+
+class FilterServicer(filter_pb2_grpc.FilterServicer):
+    def __init__(self, config: FilterConfig) -> None:
+        self.config = config
+        self.copy = ClusterCopy(config.kafka_bootstrap_servers, config.topic_prefix)
+        scheduler_config = load_scheduler_config(config.scheduler_config)
+        # PostFilter is the preemption service's: here a pod that fits nowhere gets its diagnosis only.
+        self.algorithm = build_fast_algorithm(
+            replace(scheduler_config, preemption_enabled=False), self.copy.nominator, offset=lambda n: 0
+        )
+        self.copy.cluster.listeners.append(self.algorithm.track_changes())
+
+    async def start(self) -> None:
+        await self.copy.replica.start()
+
+    async def stop(self) -> None:
+        await self.copy.replica.stop()
+
+    async def FindNodes(self, request: filter_pb2.FindNodesRequest, context: grpc.aio.ServicerContext) -> Any:
+        replica = self.copy.replica
+        try:
+            await replica.wait_for(request.min_resource_version)
+        except TimeoutError:
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                f"cache at resource version {replica.version}, behind {request.min_resource_version}",
+            )
+        cluster = self.copy.cluster
+        start_index = self.algorithm.next_start_node_index
+        placements: list[filter_pb2.Placement] = []
+        assumed: list[Pod] = []
+        try:
+            for ref in request.pods:
+                try:
+                    pod = pod_to_place(cluster, ref)
+                except PodLookupError as error:
+                    placements.append(filter_pb2.Placement(uid=ref.uid, error=str(error)))
+                    continue
+                if pod.spec.node_name:
+                    placements.append(
+                        filter_pb2.Placement(uid=ref.uid, error=f"pod is already bound to {pod.spec.node_name}")
+                    )
+                    continue
+                result = self.algorithm.schedule(
+                    pod, cluster.snapshot(), cluster.pdb_list(), self.copy.nominator, time.time()
+                )
+                placements.append(placement(ref.uid, result, len(cluster.node_infos)))
+                if not result.node_name:
+                    break
+                if len(request.pods) > 1 and not ref.pod_json:
+                    bound = replace(pod, spec=replace(pod.spec, node_name=result.node_name))
+                    cluster.restore(MODIFIED, bound)
+                    assumed.append(pod)
+        finally:
+            for pod in reversed(assumed):  # forget the assumptions: the binds arrive through the log
+                cluster.restore(MODIFIED, pod)
+            if request.dry_run:
+                self.algorithm.next_start_node_index = start_index
+        return filter_pb2.FindNodesResponse(placements=placements, resource_version=replica.version)
+
+
+def placement(uid: str, result: CycleResult, num_all_nodes: int) -> filter_pb2.Placement:
+    out = filter_pb2.Placement(
+        uid=uid,
+        node_name=result.node_name,
+        evaluated_nodes=result.evaluated_nodes,
+        feasible_nodes=result.feasible_nodes,
+        num_all_nodes=num_all_nodes,
+        error=result.error,
+    )
+    fit_error = result.fit_error
+    if fit_error is not None:
+        out.message = fit_error.message()
+        out.pre_filter_message = fit_error.pre_filter_msg
+        out.node_statuses.extend(status_groups(fit_error.node_to_status))
+        absent = fit_error.node_to_status.absent
+        out.absent_status.CopyFrom(
+            filter_pb2.NodeStatusGroup(code=int(absent.code), reasons=absent.reasons, plugin=absent.plugin)
+        )
+        out.rejector_plugins.extend(sorted(result.rejector_plugins))
+        out.num_all_nodes = fit_error.num_all_nodes
+    return out

@@ -1,0 +1,119 @@
+"""The preemption service: PostFilter (DefaultPreemption) for pods that fit nowhere.
+
+The coordinator holds a replica of the cluster and runs Evaluator.preempt: eligibility, the
+potential nodes, the candidate offset, then the dry run, which it hands to the worker pool in
+shards; it merges the shards in node order and picks the node (the five tie-breaks). Nothing is
+written here: the queue service passes the decision to the binder."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import grpc
+
+from podsched.framework.cycle_state import CycleState
+from podsched.framework.node_info import NodeInfo
+from podsched.framework.status import Code
+from podsched.plugins.registry import build_framework
+from podsched.preemption.evaluator import Evaluator
+from podsched.preemption.sharding import run_shard, sharded_dry_run
+from podsched.preemption.victims import NodeVictims
+from podsched.scheduler.fit_error import FitError
+from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
+from podsched_service.codec import node_to_status, reference
+from podsched_service.scheduling import ClusterCopy, PodLookupError, load_scheduler_config, pod_to_place
+
+from .config import PreemptionConfig
+from .workers import WorkerPool, WorkerSettings
+
+log = logging.getLogger(__name__)
+
+
+class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
+    def __init__(self, config: PreemptionConfig) -> None:
+        self.config = config
+        self.copy = ClusterCopy(config.kafka_bootstrap_servers, config.topic_prefix)
+        self.scheduler_config = load_scheduler_config(config.scheduler_config)
+        self.framework = build_framework(self.scheduler_config, self.copy.nominator)
+        self.pool: WorkerPool | None = None
+        if config.workers > 0:
+            self.pool = WorkerPool(
+                config.workers,
+                WorkerSettings(config.kafka_bootstrap_servers, config.topic_prefix, config.scheduler_config),
+            )
+
+    async def start(self) -> None:
+        if self.pool is not None:
+            self.pool.start()  # the workers replay the log while the coordinator does
+        await self.copy.replica.start()
+        if self.pool is not None:
+            await self.pool.wait_ready()
+        log.info("preemption dry run over %d worker process(es)", self.config.workers)
+
+    async def stop(self) -> None:
+        if self.pool is not None:
+            self.pool.stop()
+        await self.copy.replica.stop()
+
+    async def PostFilter(self, request: preemption_pb2.PostFilterRequest, context: grpc.aio.ServicerContext) -> Any:
+        replica = self.copy.replica
+        try:
+            await replica.wait_for(request.min_resource_version)
+        except TimeoutError:
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                f"cache at resource version {replica.version}, behind {request.min_resource_version}",
+            )
+        cluster = self.copy.cluster
+        try:
+            pod = pod_to_place(cluster, request.pod)
+        except PodLookupError as error:
+            await context.abort(error.code, str(error))
+        filtered = request.filter_result
+        diagnosis = node_to_status(list(filtered.node_statuses), filtered.absent_status)
+        snapshot = cluster.snapshot()
+        now = time.time()
+        version = replica.version
+        pods_by_uid = cluster.pods_by_uid
+
+        def run_shards(shards: Sequence[Sequence[NodeInfo]], wanted: int) -> list[list[NodeVictims]]:
+            if self.pool is None:
+                pdbs = cluster.pdb_list()
+                return [run_shard(self.framework, state, pod, shard, pdbs, now, wanted) for shard in shards]
+            return self.pool.run_shards(
+                shards, wanted, request.pod.uid, request.pod.pod_json, version, now, pods_by_uid
+            )
+
+        workers = max(1, self.config.workers)
+        evaluator = Evaluator(
+            self.framework,
+            self.scheduler_config.preemption_args,
+            offset=lambda n: 0,  # deterministic: a dry run predicts exactly what the real apply does
+            executor=sharded_dry_run(run_shards, workers),
+        )
+        state = CycleState()
+        self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+        try:
+            outcome = evaluator.preempt(state, pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
+        except (TimeoutError, RuntimeError) as error:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"preemption dry run failed: {error}")
+        fit_error = FitError(filtered.num_all_nodes, diagnosis, filtered.pre_filter_message)
+        if outcome.status.code == Code.ERROR or outcome.status.message:
+            fit_error.post_filter_msg = "preemption: " + outcome.status.message
+        response = preemption_pb2.PostFilterResponse(
+            message=fit_error.message(), candidates=len(outcome.candidates), resource_version=version
+        )
+        result = outcome.result
+        if result is not None and result.nominated_node_name:
+            response.nominated_node_name = result.nominated_node_name
+            response.victims.extend(reference(victim) for victim in result.victims)
+            response.nominations_to_clear.extend(reference(p) for p in result.lower_priority_nominated_pods)
+            chosen = next((c for c in outcome.candidates if c.node_name == result.nominated_node_name), None)
+            response.pdb_violations = chosen.num_pdb_violations if chosen is not None else 0
+        elif result is not None:
+            response.clear_own_nomination = True
+        return response
+

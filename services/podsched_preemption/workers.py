@@ -1,0 +1,174 @@
+"""Worker processes that run SelectVictimsOnNode over shards of the candidate nodes.
+
+Each worker is a separate process (the GIL makes one process one core) with its own replica of the
+cluster following the log, so a request carries only the pod, the shard's node names and the
+resource version to wait for, never cluster state. The coordinator merges the shards' outcomes in
+node order (podsched.preemption.sharding), which gives the answer a single worker would give."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import multiprocessing.connection
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from podsched.cluster.state import Cluster
+from podsched.framework.cycle_state import CycleState
+from podsched.framework.node_info import NodeInfo
+from podsched.framework.status import Code, Status
+from podsched.plugins.registry import build_framework
+from podsched.preemption.sharding import run_shard
+from podsched.preemption.victims import NodeVictims
+from podsched_proto.filter.v1 import filter_pb2
+from podsched_service.scheduling import ClusterCopy, load_scheduler_config, pod_to_place
+
+log = logging.getLogger(__name__)
+
+WORKER_START_TIMEOUT = 120.0
+SHARD_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerSettings:
+    bootstrap: str
+    prefix: str
+    scheduler_config: str
+
+
+# One node's outcome on the wire: (node, victim uids, PDB violations, status or None).
+WireOutcome = tuple[str, list[str], int, tuple[int, list[str], str] | None]
+
+
+def _worker_main(settings: dict[str, Any], conn: multiprocessing.connection.Connection, index: int) -> None:
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s podsched-preemption-worker-{index} %(message)s")
+    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(_serve_worker(WorkerSettings(**settings), conn))
+
+
+async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connection.Connection) -> None:
+    copy = ClusterCopy(settings.bootstrap, settings.prefix)
+    framework = build_framework(load_scheduler_config(settings.scheduler_config), copy.nominator)
+    await copy.replica.start()
+    conn.send("ready")
+    loop = asyncio.get_running_loop()
+    requests: asyncio.Queue[Any] = asyncio.Queue()
+
+    def readable() -> None:
+        try:
+            requests.put_nowait(conn.recv())
+        except EOFError:  # the coordinator is gone
+            requests.put_nowait(None)
+
+    loop.add_reader(conn.fileno(), readable)
+    while True:
+        request = await requests.get()
+        if request is None:
+            return
+        pod_uid, pod_json, node_names, min_version, now, wanted = request
+        try:
+            await copy.replica.wait_for(min_version)
+            outcomes = _run(copy.cluster, framework, pod_uid, pod_json, node_names, now, wanted)
+            conn.send(("ok", outcomes))
+        except Exception as error:  # report, keep serving: the coordinator fails the RPC
+            log.exception("shard failed")
+            conn.send(("error", f"{type(error).__name__}: {error}"))
+
+
+def _run(
+    cluster: Cluster, framework: Any, pod_uid: str, pod_json: bytes, node_names: list[str], now: float, wanted: int
+) -> list[WireOutcome]:
+    pod = pod_to_place(cluster, filter_pb2.PodToPlace(uid=pod_uid, pod_json=pod_json))
+    snapshot = cluster.snapshot()
+    state = CycleState()
+    framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+    nodes = [info for name in node_names if (info := snapshot.get(name)) is not None]
+    outcomes = run_shard(framework, state, pod, nodes, cluster.pdb_list(), now, wanted)
+    return [
+        (
+            o.node_name,
+            [victim.uid for victim in o.victims],
+            o.num_pdb_violations,
+            None if o.status is None else (int(o.status.code), list(o.status.reasons), o.status.plugin),
+        )
+        for o in outcomes
+    ]
+
+
+class WorkerPool:
+    """N worker processes; `run_shards` sends one shard to each and waits for all."""
+
+    def __init__(self, count: int, settings: WorkerSettings) -> None:
+        self.count = count
+        self.settings = settings
+        self.processes: list[multiprocessing.process.BaseProcess] = []
+        self.connections: list[multiprocessing.connection.Connection] = []
+
+    def start(self) -> None:
+        context = multiprocessing.get_context("spawn")  # a clean interpreter: no inherited event loop
+        for index in range(self.count):
+            parent, child = context.Pipe()
+            process = context.Process(
+                target=_worker_main, args=(asdict(self.settings), child, index), name=f"preemption-worker-{index}"
+            )
+            process.daemon = True
+            process.start()
+            child.close()
+            self.processes.append(process)
+            self.connections.append(parent)
+
+    async def wait_ready(self) -> None:
+        for index, conn in enumerate(self.connections):
+            deadline = asyncio.get_running_loop().time() + WORKER_START_TIMEOUT
+            while not conn.poll():
+                if not self.processes[index].is_alive():
+                    raise RuntimeError(f"preemption worker {index} exited with {self.processes[index].exitcode}")
+                if asyncio.get_running_loop().time() > deadline:
+                    raise TimeoutError(f"preemption worker {index} not ready after {WORKER_START_TIMEOUT}s")
+                await asyncio.sleep(0.05)
+            assert conn.recv() == "ready"
+
+    def run_shards(
+        self,
+        shards: Sequence[Sequence[NodeInfo]],
+        wanted: int,
+        pod_uid: str,
+        pod_json: bytes,
+        min_version: int,
+        now: float,
+        victims_by_uid: dict[str, Any],
+    ) -> list[list[NodeVictims]]:
+        """Blocking: the coordinator's PostFilter is one synchronous Evaluator.preempt call."""
+        used = self.connections[: len(shards)]
+        for conn, shard in zip(used, shards, strict=True):
+            conn.send((pod_uid, pod_json, [info.name for info in shard], min_version, now, wanted))
+        results: list[list[NodeVictims]] = []
+        for index, conn in enumerate(used):
+            if not conn.poll(SHARD_TIMEOUT):
+                raise TimeoutError(f"preemption worker {index} did not answer in {SHARD_TIMEOUT}s")
+            kind, payload = conn.recv()
+            if kind != "ok":
+                raise RuntimeError(f"preemption worker {index}: {payload}")
+            results.append([_outcome(item, victims_by_uid) for item in payload])
+        return results
+
+    def stop(self) -> None:
+        for conn in self.connections:
+            conn.close()
+        for process in self.processes:
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+
+
+def _outcome(item: WireOutcome, pods_by_uid: dict[str, Any]) -> NodeVictims:
+    node_name, victim_uids, violations, status = item
+    victims = [pods_by_uid[uid] for uid in victim_uids if uid in pods_by_uid]
+    return NodeVictims(
+        node_name, victims, violations, None if status is None else Status(Code(status[0]), status[1], status[2])
+    )
+
