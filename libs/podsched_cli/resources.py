@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from podsched.api.errors import ApiError
 from podsched.api.manifests import ACCEPTED_TYPES
 
 
@@ -90,3 +91,35 @@ def parse_targets(words: list[str]) -> list[tuple[ResourceType, str | None]]:
             raise ValueError(f'arguments in resource/name form must have a single resource and name: "{word}"')
         targets.append((resource_type(kind_word), name))
     return targets
+
+
+def client_side_error(document: dict[str, object], source: str, namespace: str = "") -> str | None:
+    """What kubectl rejects before sending a document, as the line it prints; None if it may go.
+
+    An unserved kind or apiVersion is kubectl's `resource mapping not found` (from the API
+    library's own wording), and a namespaced object whose namespace contradicts `-n` is refused.
+    With `-n`, a namespaced object without a namespace gets it (the document is filled in place)."""
+    metadata = document.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
+    kind, api_version = str(document.get("kind", "")), str(document.get("apiVersion", ""))
+    if not is_served(api_version, kind):
+        name, object_namespace = metadata.get("name"), metadata.get("namespace")
+        error = ApiError.bad_request(
+            kind,
+            name if isinstance(name, str) else "",
+            f'no matches for kind "{kind}" in version "{api_version}"',
+            object_namespace if isinstance(object_namespace, str) else "",
+        )
+        return error.as_client_side(source).kubectl_message()
+    resource = resource_type_of_kind(kind)
+    if namespace and resource is not None and resource.namespaced:
+        current = metadata.get("namespace")
+        if current and current != namespace:
+            return (
+                f'error: the namespace from the provided object "{current}" does not match the namespace '
+                f'"{namespace}". You must pass \'--namespace={current}\' to perform this operation.'
+            )
+        if not current:
+            metadata["namespace"] = namespace
+            document["metadata"] = metadata
+    return None

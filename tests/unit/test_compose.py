@@ -15,13 +15,13 @@ import opentelemetry.environment_variables as otel_api_env
 import opentelemetry.sdk.environment_variables as otel_sdk_env
 import pytest
 import yaml
+
+from podsched.config.scheduler_config import parse_scheduler_config
 from podsched_binder.config import BinderConfig
 from podsched_filter.config import FilterConfig
 from podsched_preemption.config import PreemptionConfig
 from podsched_queue.config import QueueConfig
 from podsched_service.config import ENV_PREFIX, CommonConfig, env_names
-
-from podsched.config.scheduler_config import parse_scheduler_config
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -276,7 +276,7 @@ def test_kafka_runs_kraft_with_transactions_on_one_broker(services: dict[str, di
     assert set(listeners) <= set(protocols)
     controller = env["KAFKA_CONTROLLER_LISTENER_NAMES"]
     assert controller in listeners
-    _, controller_port = split_address(listeners[controller])
+    controller_port = int(listeners[controller].rpartition(":")[2])  # `CONTROLLER://:9093`: any interface
     assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == f"{node_id}@kafka:{controller_port}"
     assert "PLAINTEXT://kafka:9092" in env["KAFKA_ADVERTISED_LISTENERS"].split(",")
     assert env["KAFKA_INTER_BROKER_LISTENER_NAME"] in listeners

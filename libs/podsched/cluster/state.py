@@ -97,6 +97,29 @@ BIND_WOULD_OVERCOMMIT = "WouldOvercommit"
 BIND_POD_TERMINATING = "PodTerminating"
 
 
+POD_UPDATE_FORBIDDEN = "pod updates may not change fields other than labels and annotations"
+
+
+def pod_update(old: Pod, pod: Pod) -> Pod | None:
+    """The stored pod after applying `pod` over `old`, or None if nothing changes. Pods are
+    immutable apart from labels and annotations (as in Kubernetes): anything else is Invalid."""
+    new = admit_pod_update(old, pod)
+    new_spec = replace(new.spec, node_name=old.spec.node_name or new.spec.node_name)
+    if new_spec != old.spec and replace(new_spec, node_name="") != replace(old.spec, node_name=""):
+        raise ApiError.invalid(
+            KIND_POD,
+            pod.name,
+            [FieldError("spec", POD_UPDATE_FORBIDDEN, kind="Forbidden")],
+            pod.namespace,
+        )
+    if (new.metadata.labels, new.metadata.annotations) == (old.metadata.labels, old.metadata.annotations):
+        return None
+    return replace(
+        old,
+        metadata=replace(old.metadata, labels=dict(new.metadata.labels), annotations=dict(new.metadata.annotations)),
+    )
+
+
 def _with_condition(pod: Pod, condition: PodCondition) -> tuple[PodCondition, ...]:
     kept = tuple(c for c in pod.status.conditions if c.type != condition.type)
     return (*kept, condition)
@@ -296,28 +319,9 @@ class Cluster:
         return CREATED, admitted
 
     def _update_pod_spec(self, old: Pod, pod: Pod) -> tuple[str, ApiObject]:
-        """Pods are immutable apart from labels and annotations (as in Kubernetes)."""
-        new = admit_pod_update(old, pod)
-        new_spec = replace(new.spec, node_name=old.spec.node_name or new.spec.node_name)
-        if new_spec != old.spec and replace(new_spec, node_name="") != replace(old.spec, node_name=""):
-            raise ApiError.invalid(
-                KIND_POD,
-                pod.name,
-                [
-                    FieldError(
-                        "spec", "pod updates may not change fields other than labels and annotations", kind="Forbidden"
-                    )
-                ],
-                pod.namespace,
-            )
-        if (new.metadata.labels, new.metadata.annotations) == (old.metadata.labels, old.metadata.annotations):
+        updated = pod_update(old, pod)
+        if updated is None:
             return UNCHANGED, old
-        updated = replace(
-            old,
-            metadata=replace(
-                old.metadata, labels=dict(new.metadata.labels), annotations=dict(new.metadata.annotations)
-            ),
-        )
         self._stamp(updated)
         self._store_pod(old, updated)
         return CONFIGURED, updated

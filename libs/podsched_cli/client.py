@@ -1,0 +1,113 @@
+"""The `podsched` client's calls to the public API, `podsched.api.v1.PodSched`.
+
+A blocking gRPC channel is enough for a command-line client: one call at a time, and Ctrl-C still
+interrupts a blocked call (grpc's waits wake up to let Python handle signals). Every failure is
+raised as `RequestFailedError` carrying the line to print, so callers never see grpc types.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import grpc
+
+from podsched_cli.output import rpc_error_message
+from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
+from podsched_proto.events.v1 import events_pb2
+
+
+class RequestFailedError(Exception):
+    """A call the server refused or could not answer; `str()` is the line to print on stderr."""
+
+
+class EventWatch:
+    """A running `Watch(include_events=True)`: iterate for events, `cancel()` to stop."""
+
+    def __init__(self, call: Any, client: PodSchedClient) -> None:
+        self._call = call
+        self._client = client
+
+    def __iter__(self) -> Iterator[events_pb2.Event]:
+        try:
+            for item in self._call:
+                # kinds=[] also streams object changes; `events` only shows events.
+                if item.WhichOneof("item") == "event":
+                    yield item.event
+        except grpc.RpcError as error:
+            if error.code() == grpc.StatusCode.CANCELLED:
+                return
+            raise self._client.failure(error) from None
+
+    def cancel(self) -> None:
+        self._call.cancel()
+
+
+class PodSchedClient:
+    """One channel to the server at `address`; unary calls give up after `timeout` seconds."""
+
+    def __init__(self, address: str, timeout: float) -> None:
+        self.address = address
+        self.timeout = timeout
+        self._channel = grpc.insecure_channel(address)
+        self._stub = api_pb2_grpc.PodSchedStub(self._channel)
+
+    def __enter__(self) -> PodSchedClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def failure(self, error: grpc.RpcError) -> RequestFailedError:
+        code = error.code()
+        details = error.details() if hasattr(error, "details") else ""
+        return RequestFailedError(rpc_error_message(code.name if code else "UNKNOWN", details, self.address, self.timeout))
+
+    def _call(self, method: Any, request: Any) -> Any:
+        try:
+            return method(request, timeout=self.timeout)
+        except grpc.RpcError as error:
+            raise self.failure(error) from None
+
+    def apply(self, document: dict[str, Any], *, dry_run: bool, source: str) -> api_pb2.ApplyResponse:
+        request = api_pb2.ApplyRequest(
+            object_json=json.dumps(document).encode("utf-8"), dry_run=dry_run, source=source
+        )
+        response: api_pb2.ApplyResponse = self._call(self._stub.Apply, request)
+        return response
+
+    def get(
+        self, resource: str, name: str = "", namespace: str = "", *, all_namespaces: bool = False
+    ) -> list[dict[str, Any]]:
+        request = api_pb2.GetRequest(resource=resource, name=name, namespace=namespace, all_namespaces=all_namespaces)
+        response: api_pb2.GetResponse = self._call(self._stub.Get, request)
+        return [json.loads(raw) for raw in response.objects_json]
+
+    def delete(
+        self, resource: str, name: str, namespace: str = "", *, grace_period_seconds: int | None = None
+    ) -> dict[str, Any]:
+        request = api_pb2.DeleteRequest(resource=resource, name=name, namespace=namespace)
+        if grace_period_seconds is not None:
+            request.grace_period_seconds = grace_period_seconds
+        response: api_pb2.DeleteResponse = self._call(self._stub.Delete, request)
+        stored = json.loads(response.object_json) if response.object_json else {}
+        return stored if isinstance(stored, dict) else {}
+
+    def list_events(
+        self, namespace: str = "", *, all_namespaces: bool = False, involved_uid: str = ""
+    ) -> list[events_pb2.Event]:
+        request = api_pb2.ListEventsRequest(
+            namespace=namespace, all_namespaces=all_namespaces, involved_uid=involved_uid
+        )
+        response: api_pb2.ListEventsResponse = self._call(self._stub.ListEvents, request)
+        return list(response.events)
+
+    def watch_events(self, namespace: str) -> EventWatch:
+        """Follow new events of `namespace` ("" for every namespace). No deadline: it runs until
+        cancelled. The call starts at once, so events recorded while a list is read are not missed."""
+        request = api_pb2.WatchRequest(include_events=True, namespace=namespace)
+        return EventWatch(self._stub.Watch(request), self)
