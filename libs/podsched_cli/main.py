@@ -1,11 +1,27 @@
-"""`podsched`: a kubectl-like client. `simulate` runs the scheduling library in-process."""
+"""`podsched`: a kubectl-like client. `simulate` runs the scheduling library in-process; every other
+command talks to the public gRPC API (`podsched.api.v1.PodSched`) of a running system.
+
+Argument parsing and the order of calls live here; the calls are in `client`, the wording of every
+line in `output`, the resource names in `resources`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
 
 from podsched.api.errors import ApiError
+
+ENV_SERVER = "PODSCHED_SERVER"
+DEFAULT_TIMEOUT_SECONDS = 30.0
+STDIN = "-"
+# kubectl names standard input this way in its messages (`error parsing STDIN: ...`).
+STDIN_SOURCE = "STDIN"
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -41,9 +57,363 @@ def _simulate(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- shared plumbing of the client commands -----------------------------------------------------------
+
+
+class UsageError(Exception):
+    """A command line kubectl would refuse before any request; `str()` follows `error: `."""
+
+
+def resolve_server(flag: str | None, environ: Mapping[str, str]) -> str:
+    """--server, else $PODSCHED_SERVER, else the address the local stack listens on."""
+    from podsched_service.config import DEFAULT_QUEUE_ADDRESS
+
+    return flag or environ.get(ENV_SERVER) or DEFAULT_QUEUE_ADDRESS
+
+
+def _err(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+@contextmanager
+def _connect(args: argparse.Namespace) -> Iterator[Any]:
+    from podsched_cli.client import PodSchedClient
+
+    client = PodSchedClient(resolve_server(args.server, os.environ), args.timeout)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def read_inputs(paths: list[str], read_stdin: Callable[[], str]) -> list[tuple[str, str]]:
+    """(source, text) for every -f, all read before anything is sent: kubectl refuses the whole
+    command when one path is missing. `-` is standard input (read once)."""
+    inputs = []
+    stdin_text: str | None = None
+    for path in paths:
+        if path == STDIN:
+            if stdin_text is None:
+                stdin_text = read_stdin()
+                inputs.append((STDIN_SOURCE, stdin_text))
+            continue
+        try:
+            with open(path, encoding="utf-8") as handle:
+                inputs.append((path, handle.read()))
+        except FileNotFoundError:
+            raise UsageError(f'the path "{path}" does not exist') from None
+        except OSError as error:
+            raise UsageError(f"cannot read {path}: {error.strerror}") from None
+    return inputs
+
+
+def _documents(args: argparse.Namespace) -> Iterator[tuple[str, dict[str, Any] | None, str | None]]:
+    """(source, document, None) for every object of every -f, or (source, None, error line) for a
+    file or document kubectl would reject on the client side; nothing of a malformed file is sent."""
+    from podsched.api.documents import load_documents
+    from podsched_cli.resources import client_side_error
+
+    for source, text in read_inputs(args.filename, sys.stdin.read):
+        try:
+            documents = load_documents(text, source)
+        except ApiError as error:
+            yield source, None, error.as_client_side(source).kubectl_message()
+            continue
+        for document in documents:
+            problem = client_side_error(document, source, args.namespace or "")
+            yield source, (None if problem else document), problem
+
+
+# --- apply --------------------------------------------------------------------------------------------
+
+
+def _apply(args: argparse.Namespace) -> int:
+    from podsched_cli.client import RequestFailedError
+    from podsched_cli.output import format_apply_response
+
+    failed = False
+    dry_run = args.dry_run == "server"
+    with _connect(args) as client:
+        for source, document, problem in _documents(args):
+            if document is None:
+                _err(str(problem))
+                failed = True
+                continue
+            try:
+                response = client.apply(document, dry_run=dry_run, source=source)
+            except RequestFailedError as error:
+                # kubectl goes on with the other objects and fails at the end.
+                _err(str(error))
+                failed = True
+                continue
+            _out("".join(line + "\n" for line in format_apply_response(response, document, dry_run=dry_run)))
+    return 1 if failed else 0
+
+
+# --- get ----------------------------------------------------------------------------------------------
+
+
+def _get(args: argparse.Namespace) -> int:
+    from podsched_cli.client import RequestFailedError
+    from podsched_cli.output import format_names, format_objects, format_table, no_resources_message
+    from podsched_cli.resources import parse_targets
+
+    targets = parse_targets(args.resources)
+    named = any(name is not None for _, name in targets)
+    if named and args.all_namespaces:
+        raise UsageError("a resource cannot be retrieved by name across all namespaces")
+    failed = False
+    groups: dict[str, tuple[Any, list[dict[str, Any]]]] = {}
+    with _connect(args) as client:
+        for resource, name in targets:
+            try:
+                found = client.get(
+                    resource.plural, name or "", args.namespace or "", all_namespaces=args.all_namespaces
+                )
+            except RequestFailedError as error:
+                _err(str(error))
+                failed = True
+                continue
+            groups.setdefault(resource.plural, (resource, []))[1].extend(found)
+    objects = [obj for _, found in groups.values() for obj in found]
+    if args.output in ("json", "yaml"):
+        if objects or not named:
+            _out(format_objects(objects, args.output, single=len(targets) == 1 and named))
+    elif args.output == "name":
+        _out(format_names(objects))
+    elif objects:
+        now = time.time()
+        tables = [
+            format_table(resource, found, now, wide=args.output == "wide", all_namespaces=args.all_namespaces)
+            for resource, found in groups.values()
+            if found
+        ]
+        _out("\n".join(tables))
+    elif not failed and not named:
+        _err(no_resources_message(targets[0][0], args.namespace or "", args.all_namespaces))
+    return 1 if failed else 0
+
+
+# --- delete -------------------------------------------------------------------------------------------
+
+
+def delete_grace_period(grace_period: int, force: bool) -> int | None:
+    """kubectl's rules: a negative value means the object's own period; --force means 0, and 0
+    without --force becomes 1 so that a typo cannot skip graceful termination."""
+    if force:
+        return 0 if grace_period < 0 else grace_period
+    if grace_period < 0:
+        return None
+    return max(grace_period, 1)
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from podsched_cli.client import RequestFailedError
+    from podsched_cli.output import delete_line
+    from podsched_cli.resources import parse_targets, resource_type_of_kind
+
+    if args.filename and args.resources:
+        raise UsageError("when paths, URLs, or stdin is provided as input, you may not specify resource arguments as well")
+    if not args.filename and not args.resources:
+        raise UsageError("You must provide one or more resources by argument or filename.")
+    failed = False
+    requests: list[tuple[Any, str, str]] = []  # (resource type, name, namespace)
+    if args.filename:
+        for _, document, problem in _documents(args):
+            if document is None:
+                _err(str(problem))
+                failed = True
+                continue
+            resource = resource_type_of_kind(str(document.get("kind", "")))
+            metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+            assert resource is not None  # client_side_error let only served kinds through
+            namespace = str(metadata.get("namespace") or args.namespace or "") if resource.namespaced else ""
+            requests.append((resource, str(metadata.get("name", "")), namespace))
+    else:
+        for resource, name in parse_targets(args.resources):
+            if name is None:
+                raise UsageError("resource(s) were provided, but no name was specified")
+            requests.append((resource, name, args.namespace or ""))
+    grace = delete_grace_period(args.grace_period, args.force)
+    if args.force:
+        _err(
+            "Warning: Immediate deletion does not wait for confirmation that the running resource has been "
+            "terminated. The resource may continue to run on the cluster indefinitely."
+        )
+    with _connect(args) as client:
+        for resource, name, namespace in requests:
+            try:
+                client.delete(resource.plural, name, namespace, grace_period_seconds=grace)
+            except RequestFailedError as error:
+                _err(str(error))
+                failed = True
+                continue
+            _out(delete_line(resource, name, force=args.force) + "\n")
+    return 1 if failed else 0
+
+
+# --- describe -----------------------------------------------------------------------------------------
+
+
+def _describe(args: argparse.Namespace) -> int:
+    from podsched_cli.client import RequestFailedError
+    from podsched_cli.output import (
+        describe_node,
+        describe_pdb,
+        describe_pod,
+        describe_priority_class,
+        event_to_dict,
+        no_resources_message,
+    )
+    from podsched_cli.resources import NODE, POD, PRIORITY_CLASS, parse_targets
+
+    targets = parse_targets(args.resources)
+    failed = False
+    descriptions: list[str] = []
+    with _connect(args) as client:
+        for resource, name in targets:
+            try:
+                objects = client.get(resource.plural, name or "", args.namespace or "")
+                if not objects and name is None:
+                    _err(no_resources_message(resource, args.namespace or "", False))
+                for obj in objects:
+                    uid = str((obj.get("metadata") or {}).get("uid", ""))
+                    # involved_uid alone selects the object's events; a node's events have no namespace.
+                    events = (
+                        [event_to_dict(e) for e in client.list_events(all_namespaces=True, involved_uid=uid)]
+                        if uid
+                        else []
+                    )
+                    now = time.time()
+                    if resource is POD:
+                        descriptions.append(describe_pod(obj, events, now))
+                    elif resource is NODE:
+                        pods = client.get(POD.plural, all_namespaces=True)
+                        descriptions.append(describe_node(obj, pods, events, now))
+                    elif resource is PRIORITY_CLASS:
+                        descriptions.append(describe_priority_class(obj, events, now))
+                    else:
+                        descriptions.append(describe_pdb(obj, events, now))
+            except RequestFailedError as error:
+                _err(str(error))
+                failed = True
+    _out("\n\n".join(descriptions))
+    return 1 if failed else 0
+
+
+# --- events -------------------------------------------------------------------------------------------
+
+
+def _events(args: argparse.Namespace) -> int:
+    from podsched_cli.output import (
+        EventDeduplicator,
+        as_list,
+        column_widths,
+        event_header,
+        event_row,
+        event_to_dict,
+        format_event_json_line,
+        format_events,
+        format_json,
+        format_yaml,
+        no_events_message,
+        padded_row,
+        table,
+    )
+
+    namespace = args.namespace or "default"
+    with _connect(args) as client:
+        # Start following before listing, so nothing recorded in between is lost; the overlap is
+        # removed by sequence number.
+        watch = client.watch_events("" if args.all_namespaces else namespace) if args.watch else None
+        try:
+            listed = client.list_events(args.namespace or "", all_namespaces=args.all_namespaces)
+            events = [event_to_dict(e) for e in listed]
+            if watch is None:
+                if args.output == "json":
+                    _out(format_json(as_list(events)))
+                elif args.output == "yaml":
+                    _out(format_yaml(as_list(events)))
+                elif events:
+                    _out(format_events(events, time.time(), all_namespaces=args.all_namespaces))
+                else:
+                    _err(no_events_message(namespace, args.all_namespaces))
+                return 0
+            seen = EventDeduplicator()
+            for proto in listed:
+                seen.is_new(proto.sequence, proto.count)
+            header = event_header(all_namespaces=args.all_namespaces)
+            widths: list[int] | None = None
+
+            def show(batch: list[dict[str, Any]]) -> None:
+                nonlocal widths
+                if args.output == "json":
+                    _out("".join(format_event_json_line(event) for event in batch))
+                elif args.output == "yaml":
+                    _out("".join("---\n" + format_yaml(event) for event in batch))
+                elif batch:
+                    rows = [event_row(event, time.time(), all_namespaces=args.all_namespaces) for event in batch]
+                    if widths is None:
+                        widths = column_widths(header, rows)
+                        _out("\n".join(table(header, rows)) + "\n")
+                    else:
+                        _out("".join(padded_row(row, widths) + "\n" for row in rows))
+
+            show(events)
+            for proto in watch:
+                if seen.is_new(proto.sequence, proto.count):
+                    show([event_to_dict(proto)])
+        except KeyboardInterrupt:
+            # Ctrl-C is how a watch ends.
+            return 0
+        finally:
+            if watch is not None:
+                watch.cancel()
+    return 0
+
+
+# --- the parser ---------------------------------------------------------------------------------------
+
+
+def _global_options(suppress: bool) -> argparse.ArgumentParser:
+    """--server and --timeout, accepted before or after the command like kubectl's global flags.
+    On the commands their defaults are suppressed, so they do not overwrite a value given before."""
+    parent = argparse.ArgumentParser(add_help=False)
+    parent.add_argument(
+        "--server",
+        default=argparse.SUPPRESS if suppress else None,
+        help=f"address of the podsched API (default: ${ENV_SERVER}, else 127.0.0.1:50051)",
+    )
+    parent.add_argument(
+        "--timeout",
+        type=float,
+        default=argparse.SUPPRESS if suppress else DEFAULT_TIMEOUT_SECONDS,
+        help="seconds to wait for each request (default: 30)",
+    )
+    return parent
+
+
+def _namespace_options(command: argparse.ArgumentParser, all_namespaces: bool = True) -> None:
+    command.add_argument("-n", "--namespace", default="", help="namespace (default: default)")
+    if all_namespaces:
+        command.add_argument(
+            "-A", "--all-namespaces", action="store_true", help="every namespace (overrides --namespace)"
+        )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="podsched", description="Kubernetes-style pod priority and preemption.")
+    parser = argparse.ArgumentParser(
+        prog="podsched",
+        description="Kubernetes-style pod priority and preemption.",
+        parents=[_global_options(suppress=False)],
+    )
     commands = parser.add_subparsers(dest="command", required=True)
+    shared = [_global_options(suppress=True)]
     simulate = commands.add_parser(
         "simulate",
         help="run the scheduling algorithm in one process on a simulated clock",
@@ -54,12 +424,78 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--config", help="a kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration file")
     simulate.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     simulate.set_defaults(handler=_simulate)
+
+    apply = commands.add_parser(
+        "apply",
+        parents=shared,
+        help="create or update objects from files",
+        description="Send every object of the files to the server; exit 0 once all are durable.",
+    )
+    apply.add_argument("-f", "--filename", action="append", required=True, help="manifest file (- for stdin)")
+    apply.add_argument(
+        "--dry-run",
+        choices=("none", "server"),
+        default="none",
+        help="server: validate and predict the scheduling outcome without storing anything",
+    )
+    _namespace_options(apply, all_namespaces=False)
+    apply.set_defaults(handler=_apply)
+
+    get = commands.add_parser(
+        "get",
+        parents=shared,
+        help="list objects",
+        description="KIND is pods|nodes|priorityclasses|poddisruptionbudgets (or po, no, pc, pdb, singular).",
+    )
+    get.add_argument("resources", nargs="+", metavar="KIND [NAME...]", help="KIND [NAME...] or KIND/NAME...")
+    _namespace_options(get)
+    get.add_argument("-o", "--output", choices=("wide", "json", "yaml", "name"), default="")
+    get.set_defaults(handler=_get)
+
+    delete = commands.add_parser("delete", parents=shared, help="delete objects by name or by file")
+    delete.add_argument("resources", nargs="*", metavar="KIND NAME", help="KIND NAME... or KIND/NAME...")
+    delete.add_argument("-f", "--filename", action="append", default=[], help="manifest file (- for stdin)")
+    delete.add_argument(
+        "--grace-period",
+        type=int,
+        default=-1,
+        help="seconds a pod gets to terminate; -1 uses its terminationGracePeriodSeconds",
+    )
+    delete.add_argument("--force", action="store_true", help="remove at once, without graceful termination")
+    _namespace_options(delete, all_namespaces=False)
+    delete.set_defaults(handler=_delete)
+
+    describe = commands.add_parser(
+        "describe", parents=shared, help="show one object in detail, with its events and why it is where it is"
+    )
+    describe.add_argument("resources", nargs="+", metavar="KIND [NAME...]", help="KIND [NAME...] or KIND/NAME...")
+    _namespace_options(describe, all_namespaces=False)
+    describe.set_defaults(handler=_describe)
+
+    events = commands.add_parser("events", parents=shared, help="list (and follow) scheduling events")
+    _namespace_options(events)
+    events.add_argument("-w", "--watch", action="store_true", help="after listing, print new events until Ctrl-C")
+    events.add_argument("-o", "--output", choices=("json", "yaml"), default="")
+    events.set_defaults(handler=_events)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    from podsched_cli.resources import UnknownResourceError
+
     args = build_parser().parse_args(argv)
-    return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except (UsageError, UnknownResourceError, ValueError) as error:
+        _err(f"error: {error}")
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`podsched events -w | head`): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

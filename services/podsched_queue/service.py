@@ -1,0 +1,436 @@
+"""The queue service: the public API (PodSched), admission, the scheduling queue and the
+scheduling cycles.
+
+It follows the binder's log into a replica of the cluster, which feeds the scheduling queue exactly
+as `simulate` feeds it (podsched.queue.cluster_feed). One cycle: pop the next pod -> Filter
+(filter service) -> Bind (binder), or on failure PostFilter (preemption service) -> RecordFailure
+(binder: evictions, nominations, FailedScheduling) -> back to the queue. Every downstream request
+names the resource version of the last write this service saw acknowledged, so the other
+services answer on copies at least that new. Reads (Get, ListEvents) wait the same way, so a
+client reads its own writes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+
+from podsched.api.errors import ApiError
+from podsched.api.manifests import decode_object
+from podsched.api.types import KIND_NODE, KIND_PDB, KIND_POD, KIND_PRIORITY_CLASS, ApiObject, Pod
+from podsched.cluster import events as ev
+from podsched.cluster.dry_run import admit_without_storing
+from podsched.cluster.state import Change, Cluster
+from podsched.queue import scheduling_queue as sq
+from podsched.queue.cluster_feed import queue_feed
+from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
+from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
+from podsched_proto.events.v1 import events_pb2
+from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
+from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
+from podsched_service.codec import event_to_proto, reference, status_code, to_json, to_timestamp
+from podsched_service.replica import Replica
+from podsched_service.scheduling import DRY_RUN_UID, load_scheduler_config
+from podsched_service.server import CHANNEL_OPTIONS
+
+from .config import QueueConfig
+
+log = logging.getLogger(__name__)
+
+RESOURCES = {
+    "pods": KIND_POD,
+    "pod": KIND_POD,
+    "po": KIND_POD,
+    "nodes": KIND_NODE,
+    "node": KIND_NODE,
+    "no": KIND_NODE,
+    "priorityclasses": KIND_PRIORITY_CLASS,
+    "priorityclass": KIND_PRIORITY_CLASS,
+    "pc": KIND_PRIORITY_CLASS,
+    "poddisruptionbudgets": KIND_PDB,
+    "poddisruptionbudget": KIND_PDB,
+    "pdb": KIND_PDB,
+}
+CLUSTER_SCOPED = (KIND_NODE, KIND_PRIORITY_CLASS)
+RPC_TIMEOUT = 60.0
+LEFTOVER_FLUSH_INTERVAL = 30.0  # upstream flushes unschedulable pods older than 5 minutes every 30 s
+
+
+class QueueService:
+    def __init__(self, config: QueueConfig) -> None:
+        self.config = config
+        self.scheduler_config = load_scheduler_config(config.scheduler_config)
+        self.cluster = Cluster(time.time, authoritative=False)
+        self.queue = sq.SchedulingQueue(
+            time.time, self.scheduler_config.pod_initial_backoff_seconds, self.scheduler_config.pod_max_backoff_seconds
+        )
+        self.cluster.listeners.append(queue_feed(self.queue))
+        self.replica = Replica(self.cluster, config.kafka_bootstrap_servers, config.topic_prefix, follow_events=True)
+        self._wake = asyncio.Event()
+        self.replica.on_applied.append(self._wake.set)
+        # The newest write this service saw acknowledged by the binder.
+        self.known_version = 0
+        self.known_event_sequence = -1
+        self.channels = [
+            grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            for address in (config.filter_address, config.preemption_address, config.binder_address)
+        ]
+        self.filter = filter_pb2_grpc.FilterStub(self.channels[0])
+        self.preemption = preemption_pb2_grpc.PreemptionStub(self.channels[1])
+        self.binder = binder_pb2_grpc.BinderStub(self.channels[2])
+        self._loop_task: asyncio.Task[None] | None = None
+        self.watchers: list[asyncio.Queue[api_pb2.WatchEvent | None]] = []
+        self.cluster.listeners.append(self._publish_change)
+        self.cluster.event_listeners.append(self._publish_event)
+        self.cycles = 0
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.replica.start()
+        self.known_version = self.replica.version
+        self.known_event_sequence = self.replica.event_sequence
+        self._loop_task = asyncio.create_task(self._scheduling_loop(), name="scheduling-loop")
+
+    async def stop(self) -> None:
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._loop_task
+        for watcher in self.watchers:
+            watcher.put_nowait(None)
+        await self.replica.stop()
+        for channel in self.channels:
+            await channel.close()
+
+    def saw(self, version: int, event_sequence: int) -> None:
+        self.known_version = max(self.known_version, version)
+        self.known_event_sequence = max(self.known_event_sequence, event_sequence)
+
+    async def caught_up(self) -> None:
+        """Until the replica holds every write this service saw acknowledged."""
+        await self.replica.wait_for(self.known_version, self.known_event_sequence)
+
+    # --- scheduling cycles -----------------------------------------------------------------------
+
+    async def _scheduling_loop(self) -> None:
+        last_flush = time.time()
+        while True:
+            now = time.time()
+            if now - last_flush >= LEFTOVER_FLUSH_INTERVAL:
+                self.queue.flush_unschedulable_leftover()
+                last_flush = now
+            info = self.queue.pop()
+            if info is None:
+                self._wake.clear()
+                timeout = LEFTOVER_FLUSH_INTERVAL
+                expiry = self.queue.next_backoff_expiry()
+                if expiry is not None:
+                    timeout = min(timeout, max(0.0, expiry - time.time()))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), timeout)
+                continue
+            try:
+                await self._schedule_one(info)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # a peer is down or restarting: retry the pod with backoff
+                log.warning("scheduling %s failed: %s", info.pod.name, error)
+                self.queue.add_unschedulable_if_not_present(info, set(), error=True, message=str(error))
+                await asyncio.sleep(0.2)
+
+    async def _schedule_one(self, info: sq.QueuedPodInfo) -> None:
+        pod = self.cluster.pods_by_uid.get(info.pod.uid)
+        if pod is None or pod.spec.node_name:
+            self.queue.done(info.pod.uid)
+            return
+        self.cycles += 1
+        found = await self.filter.FindNodes(
+            filter_pb2.FindNodesRequest(
+                pods=[filter_pb2.PodToPlace(uid=pod.uid)], min_resource_version=self.known_version
+            ),
+            timeout=RPC_TIMEOUT,
+        )
+        placement = found.placements[0]
+        if placement.node_name:
+            bound = await self.binder.Bind(
+                binder_pb2.BindRequest(bindings=[binder_pb2.Binding(pod_uid=pod.uid, node_name=placement.node_name)]),
+                timeout=RPC_TIMEOUT,
+            )
+            self.saw(bound.resource_version, bound.event_sequence)
+            result = bound.results[0]
+            if result.bound:
+                log.info("bound %s/%s to %s", pod.namespace, pod.name, placement.node_name)
+                return
+            await self._record_failure(info, pod, result.message, error=True)
+            return
+        if placement.error:
+            await self._record_failure(info, pod, placement.error, error=True)
+            return
+        if not self.scheduler_config.preemption_enabled:
+            await self._record_failure(info, pod, placement.message, rejectors=set(placement.rejector_plugins))
+            return
+        decision = await self.preemption.PostFilter(
+            preemption_pb2.PostFilterRequest(
+                pod=filter_pb2.PodToPlace(uid=pod.uid), filter_result=placement, min_resource_version=self.known_version
+            ),
+            timeout=RPC_TIMEOUT,
+        )
+        if decision.nominated_node_name:
+            log.info(
+                "%s/%s nominated to %s, preempting %s",
+                pod.namespace,
+                pod.name,
+                decision.nominated_node_name,
+                ", ".join(f"{v.namespace}/{v.name}" for v in decision.victims),
+            )
+        await self._record_failure(
+            info,
+            pod,
+            decision.message,
+            rejectors=set(placement.rejector_plugins),
+            request=binder_pb2.RecordFailureRequest(
+                nominated_node_name=decision.nominated_node_name,
+                victim_uids=[v.uid for v in decision.victims],
+                clear_nomination_uids=[p.uid for p in decision.nominations_to_clear],
+                clear_own_nomination=decision.clear_own_nomination,
+            ),
+        )
+
+    async def _record_failure(
+        self,
+        info: sq.QueuedPodInfo,
+        pod: Pod,
+        message: str,
+        rejectors: set[str] | None = None,
+        error: bool = False,
+        request: binder_pb2.RecordFailureRequest | None = None,
+    ) -> None:
+        request = request or binder_pb2.RecordFailureRequest()
+        request.pod_uid = pod.uid
+        request.message = message
+        recorded = await self.binder.RecordFailure(request, timeout=RPC_TIMEOUT)
+        self.saw(recorded.resource_version, recorded.event_sequence)
+        # Let the queue hear this attempt's own writes while the pod is still in flight, as it does
+        # in one process: an update made by the failure itself must not count as a new event.
+        await self.caught_up()
+        fresh = self.queue.info(pod.uid)
+        if fresh is None:  # deleted meanwhile
+            return
+        self.queue.add_unschedulable_if_not_present(fresh, rejectors or set(), error=error, message=message)
+
+    # --- watch fan-out -----------------------------------------------------------------------------
+
+    def _publish_change(self, change: Change) -> None:
+        if not self.watchers:
+            return
+        obj = change.new if change.new is not None else change.old
+        assert obj is not None
+        item = api_pb2.WatchEvent(change=change_message(change.type, obj))
+        for watcher in self.watchers:
+            watcher.put_nowait(item)
+
+    def _publish_event(self, event: ev.Event) -> None:
+        if not self.watchers:
+            return
+        item = api_pb2.WatchEvent(event=event_to_proto(event))
+        for watcher in self.watchers:
+            watcher.put_nowait(item)
+
+
+_CHANGE_TYPE = {
+    "ADDED": events_pb2.ObjectChange.ADDED,
+    "MODIFIED": events_pb2.ObjectChange.MODIFIED,
+    "DELETED": events_pb2.ObjectChange.DELETED,
+}
+
+
+def change_message(change_type: str, obj: ApiObject) -> events_pb2.ObjectChange:
+    message = events_pb2.ObjectChange(
+        type=_CHANGE_TYPE[change_type],
+        object=reference(obj),
+        resource_version=obj.metadata.resource_version,
+        object_json=to_json(obj),
+        time=to_timestamp(time.time()),
+    )
+    if isinstance(obj, Pod):
+        message.node_name = obj.spec.node_name
+        message.phase = obj.status.phase
+        message.priority = obj.priority
+        message.nominated_node_name = obj.status.nominated_node_name
+    return message
+
+
+class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
+    """The public API: thin translation to the binder (writes), the replica (reads) and the filter
+    and preemption services (dry runs)."""
+
+    def __init__(self, service: QueueService) -> None:
+        self.service = service
+
+    async def _forward_error(self, context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError) -> None:
+        code = error.code()
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE, f"Error from server (ServiceUnavailable): {error.details()}"
+            )
+        await context.abort(code, error.details() or "")
+
+    async def Apply(self, request: api_pb2.ApplyRequest, context: grpc.aio.ServicerContext) -> Any:
+        service = self.service
+        try:
+            document = json.loads(request.object_json)
+        except ValueError as error:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"error: error parsing {request.source}: {error}")
+        try:
+            obj = decode_object(document)
+            await service.caught_up()
+            action, admitted = admit_without_storing(service.cluster, obj)
+        except ApiError as error:
+            await context.abort(status_code(error), error.kubectl_message())
+        if request.dry_run:
+            response = api_pb2.ApplyResponse(action=action, object_json=to_json(admitted))
+            if isinstance(admitted, Pod) and not admitted.spec.node_name:
+                response.dry_run.CopyFrom(await self._predict(admitted, context))
+            return response
+        try:
+            written = await service.binder.Write(
+                binder_pb2.WriteRequest(object_json=request.object_json), timeout=RPC_TIMEOUT
+            )
+        except grpc.aio.AioRpcError as error:
+            await self._forward_error(context, error)
+        service.saw(written.resource_version, written.event_sequence)
+        return api_pb2.ApplyResponse(action=written.action, object_json=written.object_json)
+
+    async def _predict(self, pod: Pod, context: grpc.aio.ServicerContext) -> api_pb2.DryRunOutcome:
+        """Filter, then PostFilter, for a pod that is not stored: where it would go now."""
+        service = self.service
+        pod.metadata.uid = pod.metadata.uid or DRY_RUN_UID
+        ref = filter_pb2.PodToPlace(pod_json=to_json(pod))
+        try:
+            found = await service.filter.FindNodes(
+                filter_pb2.FindNodesRequest(pods=[ref], min_resource_version=service.known_version, dry_run=True),
+                timeout=RPC_TIMEOUT,
+            )
+            placement = found.placements[0]
+            if placement.node_name:
+                return api_pb2.DryRunOutcome(node_name=placement.node_name)
+            if placement.error or not service.scheduler_config.preemption_enabled:
+                return api_pb2.DryRunOutcome(message=placement.error or placement.message)
+            decision = await service.preemption.PostFilter(
+                preemption_pb2.PostFilterRequest(
+                    pod=ref, filter_result=placement, min_resource_version=service.known_version
+                ),
+                timeout=RPC_TIMEOUT,
+            )
+        except grpc.aio.AioRpcError as error:
+            await self._forward_error(context, error)
+        return api_pb2.DryRunOutcome(
+            nominated_node_name=decision.nominated_node_name, victims=decision.victims, message=decision.message
+        )
+
+    async def Get(self, request: api_pb2.GetRequest, context: grpc.aio.ServicerContext) -> Any:
+        kind = RESOURCES.get(request.resource.lower())
+        if kind is None:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f'error: the server doesn\'t have a resource type "{request.resource}"',
+            )
+        service = self.service
+        await service.caught_up()
+        namespace = request.namespace or "default"
+        objects = [
+            obj
+            for obj in objects_of(service.cluster, kind)
+            if (
+                kind in (KIND_NODE, KIND_PRIORITY_CLASS)
+                or request.all_namespaces
+                or obj.metadata.namespace == namespace
+            )
+            and (not request.name or obj.metadata.name == request.name)
+        ]
+        if request.name and not objects:
+            ns = namespace if kind in (KIND_POD, KIND_PDB) else ""
+            await context.abort(grpc.StatusCode.NOT_FOUND, ApiError.not_found(kind, request.name, ns).kubectl_message())
+        objects.sort(key=lambda o: (o.metadata.namespace, o.metadata.name))
+        return api_pb2.GetResponse(objects_json=[to_json(obj) for obj in objects])
+
+    async def Delete(self, request: api_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> Any:
+        kind = RESOURCES.get(request.resource.lower())
+        if kind is None:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f'error: the server doesn\'t have a resource type "{request.resource}"',
+            )
+        namespace = (request.namespace or "default") if kind in (KIND_POD, KIND_PDB) else ""
+        delete = binder_pb2.DeleteRequest(kind=kind, namespace=namespace, name=request.name)
+        if request.HasField("grace_period_seconds"):
+            delete.grace_period_seconds = request.grace_period_seconds
+        try:
+            deleted = await self.service.binder.Delete(delete, timeout=RPC_TIMEOUT)
+        except grpc.aio.AioRpcError as error:
+            await self._forward_error(context, error)
+        self.service.saw(deleted.resource_version, deleted.event_sequence)
+        return api_pb2.DeleteResponse(object_json=deleted.object_json)
+
+    async def ListEvents(self, request: api_pb2.ListEventsRequest, context: grpc.aio.ServicerContext) -> Any:
+        service = self.service
+        await service.caught_up()
+        namespace = request.namespace or "default"
+        events = [
+            event_to_proto(event)
+            for event in service.cluster.events
+            if (not request.involved_uid or event.involved_object.uid == request.involved_uid)
+            and (request.all_namespaces or request.involved_uid or event.involved_object.namespace in (namespace, ""))
+        ]
+        return api_pb2.ListEventsResponse(events=events)
+
+    async def Watch(self, request: api_pb2.WatchRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        service = self.service
+        kinds = set(request.kinds)
+        unknown = kinds - {KIND_POD, KIND_NODE, KIND_PRIORITY_CLASS, KIND_PDB}
+        if unknown:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"error: unknown kinds {sorted(unknown)}")
+        await service.caught_up()
+        watcher: asyncio.Queue[api_pb2.WatchEvent | None] = asyncio.Queue()
+        service.watchers.append(watcher)
+
+        def wanted(ref: events_pb2.ObjectReference) -> bool:
+            return (not kinds or ref.kind in kinds) and (
+                not request.namespace or ref.namespace in (request.namespace, "")
+            )
+
+        try:
+            if request.since_resource_version == 0:
+                for kind in sorted(kinds or {KIND_POD, KIND_NODE, KIND_PRIORITY_CLASS, KIND_PDB}):
+                    for obj in objects_of(service.cluster, kind):
+                        change = change_message("ADDED", obj)
+                        if wanted(change.object):
+                            yield api_pb2.WatchEvent(change=change)
+            while True:
+                item = await watcher.get()
+                if item is None:
+                    return
+                if item.HasField("change"):
+                    if wanted(item.change.object) and item.change.resource_version > request.since_resource_version:
+                        yield item
+                elif request.include_events and wanted(item.event.involved_object):
+                    yield item
+        finally:
+            service.watchers.remove(watcher)
+
+
+def objects_of(cluster: Cluster, kind: str) -> list[ApiObject]:
+    if kind == KIND_POD:
+        return list(cluster.pods.values())
+    if kind == KIND_NODE:
+        return list(cluster.nodes.values())
+    if kind == KIND_PRIORITY_CLASS:
+        return list(cluster.priority_classes.values())
+    return list(cluster.pdbs.values())
