@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv protos lint test test-unit kafka-install run bench-core clean
+.PHONY: help venv protos lint test test-unit kafka-install run up down status simulate bench-core clean
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -13,7 +13,9 @@ GENERATE_PROTOS = rm -rf $(PROTO_OUT) && \
 	find $(PROTO_OUT) -type d -exec touch {}/__init__.py \; && touch $(PROTO_OUT)/.generated
 
 help:
-	@echo "make run        - set up and run the example (podsched simulate on examples/)"
+	@echo "make run        - set up and start the whole system (Kafka + 4 services), run the example, serve until Ctrl-C"
+	@echo "make up / down  - start / stop the whole system in the background (state kept in .cache/devstack)"
+	@echo "make simulate   - the example in one process on a simulated clock (podsched simulate)"
 	@echo "make test       - lint, then the whole test suite against a real Kafka broker"
 	@echo "make bench-core - scheduling-core micro benchmarks (plain vs fast path), JSON lines"
 	@echo "make protos     - generate Python code from protos/ into $(PROTO_OUT) (never committed)"
@@ -47,7 +49,19 @@ test: lint protos kafka-install
 test-unit: $(STAMP) protos
 	$(PY) -m pytest -q tests/unit
 
-run: $(STAMP)
+run: protos kafka-install
+	$(PY) -m podsched_devstack run
+
+up: protos kafka-install
+	$(PY) -m podsched_devstack up
+
+down: $(STAMP)
+	$(PY) -m podsched_devstack down
+
+status: $(STAMP)
+	$(PY) -m podsched_devstack status
+
+simulate: $(STAMP)
 	$(VENV)/bin/podsched simulate -f examples/high-mid-low/cluster.yaml -f examples/high-mid-low/workload.yaml -f examples/high-mid-low/preemptor.yaml -o table
 
 bench-core: $(STAMP)

@@ -13,13 +13,10 @@ from typing import Any
 
 import grpc
 
+from podsched_cli.errors import RequestFailedError
 from podsched_cli.output import rpc_error_message
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
-
-
-class RequestFailedError(Exception):
-    """A call the server refused or could not answer; `str()` is the line to print on stderr."""
 
 
 class EventWatch:
@@ -65,7 +62,9 @@ class PodSchedClient:
     def failure(self, error: grpc.RpcError) -> RequestFailedError:
         code = error.code()
         details = error.details() if hasattr(error, "details") else ""
-        return RequestFailedError(rpc_error_message(code.name if code else "UNKNOWN", details, self.address, self.timeout))
+        name = code.name if code else "UNKNOWN"
+        line = rpc_error_message(name, details, self.address, self.timeout)
+        return RequestFailedError(line, unreachable=name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"))
 
     def _call(self, method: Any, request: Any) -> Any:
         try:
@@ -74,9 +73,7 @@ class PodSchedClient:
             raise self.failure(error) from None
 
     def apply(self, document: dict[str, Any], *, dry_run: bool, source: str) -> api_pb2.ApplyResponse:
-        request = api_pb2.ApplyRequest(
-            object_json=json.dumps(document).encode("utf-8"), dry_run=dry_run, source=source
-        )
+        request = api_pb2.ApplyRequest(object_json=json.dumps(document).encode("utf-8"), dry_run=dry_run, source=source)
         response: api_pb2.ApplyResponse = self._call(self._stub.Apply, request)
         return response
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from podsched.api.errors import ApiError
+from podsched_cli.errors import RequestFailedError, UsageError
 
 ENV_SERVER = "PODSCHED_SERVER"
 DEFAULT_TIMEOUT_SECONDS = 30.0
@@ -58,10 +59,6 @@ def _simulate(args: argparse.Namespace) -> int:
 
 
 # --- shared plumbing of the client commands -----------------------------------------------------------
-
-
-class UsageError(Exception):
-    """A command line kubectl would refuse before any request; `str()` follows `error: `."""
 
 
 def resolve_server(flag: str | None, environ: Mapping[str, str]) -> str:
@@ -133,7 +130,6 @@ def _documents(args: argparse.Namespace) -> Iterator[tuple[str, dict[str, Any] |
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from podsched_cli.client import RequestFailedError
     from podsched_cli.output import format_apply_response
 
     failed = False
@@ -147,6 +143,8 @@ def _apply(args: argparse.Namespace) -> int:
             try:
                 response = client.apply(document, dry_run=dry_run, source=source)
             except RequestFailedError as error:
+                if error.unreachable:
+                    raise
                 # kubectl goes on with the other objects and fails at the end.
                 _err(str(error))
                 failed = True
@@ -159,7 +157,6 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _get(args: argparse.Namespace) -> int:
-    from podsched_cli.client import RequestFailedError
     from podsched_cli.output import format_names, format_objects, format_table, no_resources_message
     from podsched_cli.resources import parse_targets
 
@@ -176,6 +173,8 @@ def _get(args: argparse.Namespace) -> int:
                     resource.plural, name or "", args.namespace or "", all_namespaces=args.all_namespaces
                 )
             except RequestFailedError as error:
+                if error.unreachable:
+                    raise
                 _err(str(error))
                 failed = True
                 continue
@@ -213,12 +212,13 @@ def delete_grace_period(grace_period: int, force: bool) -> int | None:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    from podsched_cli.client import RequestFailedError
     from podsched_cli.output import delete_line
     from podsched_cli.resources import parse_targets, resource_type_of_kind
 
     if args.filename and args.resources:
-        raise UsageError("when paths, URLs, or stdin is provided as input, you may not specify resource arguments as well")
+        raise UsageError(
+            "when paths, URLs, or stdin is provided as input, you may not specify resource arguments as well"
+        )
     if not args.filename and not args.resources:
         raise UsageError("You must provide one or more resources by argument or filename.")
     failed = False
@@ -250,6 +250,8 @@ def _delete(args: argparse.Namespace) -> int:
             try:
                 client.delete(resource.plural, name, namespace, grace_period_seconds=grace)
             except RequestFailedError as error:
+                if error.unreachable:
+                    raise
                 _err(str(error))
                 failed = True
                 continue
@@ -261,7 +263,6 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from podsched_cli.client import RequestFailedError
     from podsched_cli.output import (
         describe_node,
         describe_pdb,
@@ -300,6 +301,8 @@ def _describe(args: argparse.Namespace) -> int:
                     else:
                         descriptions.append(describe_pdb(obj, events, now))
             except RequestFailedError as error:
+                if error.unreachable:
+                    raise
                 _err(str(error))
                 failed = True
     _out("\n\n".join(descriptions))
@@ -481,13 +484,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from podsched_cli.resources import UnknownResourceError
-
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
-    except (UsageError, UnknownResourceError, ValueError) as error:
+    except UsageError as error:
         _err(f"error: {error}")
+        return 1
+    except RequestFailedError as error:
+        _err(str(error))
         return 1
     except KeyboardInterrupt:
         return 130

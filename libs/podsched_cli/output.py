@@ -284,7 +284,7 @@ def node_row(node: Mapping[str, Any], now: float, *, wide: bool = False) -> list
 
 def node_header(*, wide: bool = False) -> list[str]:
     header = ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
-    return header + ["CPU", "MEMORY", "PODS"] if wide else header
+    return [*header, "CPU", "MEMORY", "PODS"] if wide else header
 
 
 def priority_class_row(priority_class: Mapping[str, Any], now: float, *, wide: bool = False) -> list[str]:

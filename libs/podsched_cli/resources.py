@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from podsched.api.errors import ApiError
 from podsched.api.manifests import ACCEPTED_TYPES
+from podsched_cli.errors import UsageError
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ PDB = ResourceType(
 RESOURCE_TYPES = (POD, NODE, PRIORITY_CLASS, PDB)
 
 
-class UnknownResourceError(ValueError):
+class UnknownResourceError(UsageError):
     """A resource word the client cannot map; `str()` is kubectl's error text (without `error: `)."""
 
 
@@ -72,13 +73,13 @@ def parse_targets(words: list[str]) -> list[tuple[ResourceType, str | None]]:
     """kubectl's resource arguments: `KIND [NAME...]` or `KIND/NAME...`.
 
     Returns (type, name) pairs; a lone `KIND` gives one pair with name None (every object).
-    Raises UnknownResourceError for an unknown kind and ValueError for mixed forms."""
+    Raises UsageError (UnknownResourceError for an unknown kind)."""
     if not words:
-        raise ValueError("you must specify the type of resource to get")
+        raise UsageError("you must specify the type of resource to get")
     if "/" not in words[0]:
         kind = resource_type(words[0])
         if any("/" in word for word in words[1:]):
-            raise ValueError(
+            raise UsageError(
                 "there is no need to specify a resource type as a separate argument when passing arguments "
                 "in resource/name form (e.g. 'podsched get resource/<resource_name>' instead of "
                 "'podsched get resource resource/<resource_name>'"
@@ -88,7 +89,7 @@ def parse_targets(words: list[str]) -> list[tuple[ResourceType, str | None]]:
     for word in words:
         kind_word, separator, name = word.partition("/")
         if not separator or not name:
-            raise ValueError(f'arguments in resource/name form must have a single resource and name: "{word}"')
+            raise UsageError(f'arguments in resource/name form must have a single resource and name: "{word}"')
         targets.append((resource_type(kind_word), name))
     return targets
 
@@ -117,7 +118,7 @@ def client_side_error(document: dict[str, object], source: str, namespace: str =
         if current and current != namespace:
             return (
                 f'error: the namespace from the provided object "{current}" does not match the namespace '
-                f'"{namespace}". You must pass \'--namespace={current}\' to perform this operation.'
+                f"\"{namespace}\". You must pass '--namespace={current}' to perform this operation."
             )
         if not current:
             metadata["namespace"] = namespace

@@ -163,6 +163,10 @@ class Cluster:
     # --- plumbing -----------------------------------------------------------------------------
 
     def _notify(self, change: Change) -> None:
+        if change.type == REMOVED and self.authoritative and change.old is not None:
+            # A deletion is a change too: it gets its own version (as the API server's DELETED
+            # watch event does), so followers of the log see versions strictly increase.
+            self._stamp(change.old)
         for listener in self.listeners:
             listener(change)
 

@@ -1,0 +1,179 @@
+"""Run the four podsched services as local processes: for `make up` / `make run` and for the tests.
+
+Each service is `python -m podsched_<name>` configured by PODSCHED_* variables (the same ones
+docker-compose.yml sets). `ServiceStack` starts them in dependency order (binder, then filter and
+preemption, then the queue), waits for gRPC health to say SERVING, and can stop, kill -9 and
+restart any of them: the crash-safety tests drive it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from podsched_service.config import (
+    DEFAULT_BINDER_ADDRESS,
+    DEFAULT_FILTER_ADDRESS,
+    DEFAULT_PREEMPTION_ADDRESS,
+    DEFAULT_QUEUE_ADDRESS,
+    env_name,
+)
+from podsched_service.healthcheck import check
+
+from .kafka import DevstackError, _free_ports
+
+SERVICES = ("binder", "filter", "preemption", "queue")  # start order: writers before readers
+
+
+@dataclass
+class StackSettings:
+    bootstrap: str
+    run_dir: Path
+    topic_prefix: str = ""
+    addresses: dict[str, str] = field(
+        default_factory=lambda: {
+            "queue": DEFAULT_QUEUE_ADDRESS,
+            "filter": DEFAULT_FILTER_ADDRESS,
+            "preemption": DEFAULT_PREEMPTION_ADDRESS,
+            "binder": DEFAULT_BINDER_ADDRESS,
+        }
+    )
+    workers: int = 2
+    scheduler_config: str = ""
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    @staticmethod
+    def on_free_ports(bootstrap: str, run_dir: Path, **kwargs: object) -> StackSettings:
+        ports = _free_ports(len(SERVICES))
+        addresses = {name: f"127.0.0.1:{port}" for name, port in zip(SERVICES, ports, strict=True)}
+        return StackSettings(bootstrap, run_dir, addresses=addresses, **kwargs)  # type: ignore[arg-type]
+
+
+class ServiceStack:
+    def __init__(self, settings: StackSettings) -> None:
+        self.settings = settings
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        settings.run_dir.mkdir(parents=True, exist_ok=True)
+
+    @property
+    def server(self) -> str:
+        """The public API address (what `podsched --server` takes)."""
+        return self.settings.addresses["queue"]
+
+    def environment(self, name: str) -> dict[str, str]:
+        s = self.settings
+        env = dict(os.environ)
+        env.update(
+            {
+                env_name("kafka_bootstrap_servers"): s.bootstrap,
+                env_name("topic_prefix"): s.topic_prefix,
+                env_name("listen_address"): s.addresses[name],
+                env_name("scheduler_config"): s.scheduler_config,
+            }
+        )
+        if name == "queue":
+            for peer in ("filter", "preemption", "binder"):
+                env[env_name(f"{peer}_address")] = s.addresses[peer]
+        if name == "preemption":
+            env[env_name("workers")] = str(s.workers)
+        env.update(s.extra_env)
+        return env
+
+    def log_path(self, name: str) -> Path:
+        return self.settings.run_dir / f"{name}.log"
+
+    def pid_path(self, name: str) -> Path:
+        return self.settings.run_dir / f"{name}.pid"
+
+    def start(self, names: tuple[str, ...] = SERVICES, timeout: float = 120.0) -> None:
+        for name in names:
+            self.start_one(name, wait=False)
+        for name in names:
+            self.wait_healthy(name, timeout)
+
+    def start_one(self, name: str, wait: bool = True, timeout: float = 120.0) -> None:
+        with open(self.log_path(name), "ab") as log:  # appended across restarts: one story per service
+            process = subprocess.Popen(
+                [sys.executable, "-m", f"podsched_{name}"],
+                env=self.environment(name),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C in the terminal reaches the services only through `stop`
+            )
+        self.processes[name] = process
+        self.pid_path(name).write_text(str(process.pid))
+        if wait:
+            self.wait_healthy(name, timeout)
+
+    def wait_healthy(self, name: str, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        address = self.settings.addresses[name]
+        while not check(address, timeout=1.0):
+            process = self.processes.get(name)
+            if process is not None and process.poll() is not None:
+                raise DevstackError(f"{name} exited with {process.returncode}:\n{self.tail(name)}")
+            if time.monotonic() > deadline:
+                raise DevstackError(f"{name} not SERVING on {address} after {timeout:.0f}s:\n{self.tail(name)}")
+            time.sleep(0.1)
+
+    def tail(self, name: str, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path(name).read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def kill9(self, name: str) -> None:
+        """SIGKILL the service's whole process group (the preemption service's workers too)."""
+        process = self.processes.pop(name)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+    def stop_one(self, name: str, timeout: float = 30.0) -> int | None:
+        """SIGTERM and wait: the service drains and exits. Returns the exit code."""
+        process = self.processes.pop(name, None)
+        if process is None:
+            return None
+        process.send_signal(signal.SIGTERM)
+        try:
+            return process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            return process.wait()
+
+    def restart(self, name: str, kill: bool = True, timeout: float = 120.0) -> None:
+        if kill:
+            self.kill9(name)
+        else:
+            self.stop_one(name)
+        self.start_one(name, wait=True, timeout=timeout)
+
+    def stop(self) -> None:
+        for name in reversed(SERVICES):
+            self.stop_one(name)
+
+    def rss_bytes(self) -> dict[str, int]:
+        """Resident memory of each service's process group (the preemption workers included)."""
+        out: dict[str, int] = {}
+        for name, process in self.processes.items():
+            out[name] = _group_rss(process.pid)
+        return out
+
+
+def _group_rss(pgid: int) -> int:
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry.name)) != pgid:
+                continue
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except (OSError, ProcessLookupError, ValueError):
+            continue
+    return total
