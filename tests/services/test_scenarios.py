@@ -140,7 +140,13 @@ def test_a_dry_run_predicts_what_the_real_apply_then_does_and_changes_nothing(ap
         pod("low-a", "low-priority", "1", node_name="n1", grace=1),
         pod("low-b", "low-priority", "1", node_name="n1", grace=1),
         pod("mid", "mid-priority", "2", node_name="n2", grace=1),
+        node("n3", cpu="1"),
     )
+    (fits,) = api.apply_text(yaml.safe_dump(pod("small", "low-priority", "1")), dry_run=True)
+    assert fits.dry_run.node_name == "n3" and not fits.dry_run.victims
+    apply(api, pod("small", "low-priority", "1"))
+    api.wait(lambda: bound(api, "small"), what="small bound")
+    assert bound(api, "small") == "n3"
     before = api.pods()
     events_before = len(api.events())
     (answer,) = api.apply_text(yaml.safe_dump(pod("high", "high-priority", "2")), dry_run=True)
@@ -153,7 +159,3 @@ def test_a_dry_run_predicts_what_the_real_apply_then_does_and_changes_nothing(ap
     api.wait(lambda: nominated(api.pods()["high"]) or bound(api, "high"), what="high nominated")
     assert nominated(api.pods()["high"]) == outcome.nominated_node_name
     assert preempted(api) == sorted(v.name for v in outcome.victims)
-    (fits,) = api.apply_text(yaml.safe_dump(pod("small", "low-priority", "1")), dry_run=True)
-    apply(api, pod("small", "low-priority", "1"))
-    api.wait(lambda: bound(api, "small"), what="small bound")
-    assert fits.dry_run.node_name == bound(api, "small")
