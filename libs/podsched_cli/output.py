@@ -571,6 +571,11 @@ class EventDeduplicator:
 # --- describe -----------------------------------------------------------------------------------------
 
 
+def _render(*sections: list[str]) -> str:
+    """Describe output: each section aligned on its own, like kubectl flushing its tabwriter."""
+    return "".join(line + "\n" for lines in sections for line in tabwrite(lines, DESCRIBE_MIN_WIDTH, DESCRIBE_PADDING))
+
+
 def _labels_lines(key: str, labels: Mapping[str, Any]) -> list[str]:
     """kubectl prints the first label beside the key and each further one on its own aligned line."""
     if not labels:
@@ -700,7 +705,7 @@ def describe_pod(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]], no
             lines.append("  " + "\t".join(cells))
     lines += ["Scheduling:", f"  {scheduling_summary(pod, events)}"]
     lines += _event_lines(events, now)
-    return "\n".join(tabwrite(lines, DESCRIBE_MIN_WIDTH, DESCRIBE_PADDING)) + "\n"
+    return _render(lines)
 
 
 def _taint_text(taint: Mapping[str, Any]) -> str:
@@ -740,6 +745,7 @@ def describe_node(
         values = _section(status, title.lower())
         lines.append(f"{title}:")
         lines += [f"  {name}:\t{value}" for name, value in values.items()]
+    head, lines = lines, []
     allocatable = _quantity_map(_section(status, "allocatable"))
     placed = [
         pod
@@ -772,7 +778,7 @@ def describe_node(
         value = totals.get(name, 0)
         lines.append(f"  {name}\t{render_quantity(name, value)} ({_percent(value, allocatable.get(name, 0))})")
     lines += _event_lines(events, now)
-    return "\n".join(tabwrite(lines, DESCRIBE_MIN_WIDTH, DESCRIBE_PADDING)) + "\n"
+    return _render(head, lines)
 
 
 def describe_priority_class(priority_class: Mapping[str, Any], events: Sequence[Mapping[str, Any]], now: float) -> str:
@@ -784,7 +790,7 @@ def describe_priority_class(priority_class: Mapping[str, Any], events: Sequence[
         f"Description:\t{priority_class.get('description', '')}",
     ]
     lines += _event_lines(events, now)
-    return "\n".join(tabwrite(lines, DESCRIBE_MIN_WIDTH, DESCRIBE_PADDING)) + "\n"
+    return _render(lines)
 
 
 def _selector_text(selector: Mapping[str, Any]) -> str:
@@ -819,4 +825,4 @@ def describe_pdb(pdb: Mapping[str, Any], events: Sequence[Mapping[str, Any]], no
         f"    Total:\t{status.get('expectedPods', 0)}",
     ]
     lines += _event_lines(events, now)
-    return "\n".join(tabwrite(lines, DESCRIBE_MIN_WIDTH, DESCRIBE_PADDING)) + "\n"
+    return _render(lines)

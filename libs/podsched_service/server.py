@@ -1,7 +1,7 @@
 """The gRPC server every service runs: its servicers plus health checking and reflection, and a
 clean lifecycle.
 
-start: NOT_SERVING while the service rebuilds its state from Kafka, then SERVING.
+start: the service rebuilds its state from Kafka, then opens its port and reports SERVING.
 SIGTERM/SIGINT: NOT_SERVING (load balancers stop sending), drain in-flight RPCs for the grace
 period, then the service's own shutdown (the binder commits its last transaction; consumers and
 producers close and flush)."""
@@ -60,18 +60,19 @@ class ServiceHost:
             await self.health.set(service, status)
 
     async def run(self, start: Callable[[], Awaitable[None]], stop: Callable[[], Awaitable[None]]) -> None:
-        """Listen at once (health answers NOT_SERVING), `start` the service, then SERVING until
-        SIGTERM/SIGINT or `stopping` is set; then drain and `stop`."""
-        port = self.server.add_insecure_port(self.listen_address)
-        if port == 0:
-            raise OSError(f"{self.name}: cannot listen on {self.listen_address}")
-        await self._set_all(health_pb2.HealthCheckResponse.NOT_SERVING)
-        await self.server.start()
+        """`start` the service (rebuild from Kafka), listen and report SERVING until SIGTERM/SIGINT
+        or `stopping` is set; then NOT_SERVING, drain, and `stop`."""
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self.stopping.set)
         try:
+            # The port opens only once the state is rebuilt: no request can reach a half-built
+            # service, and until then health checks fail (connection refused = not serving).
             await start()
+            port = self.server.add_insecure_port(self.listen_address)
+            if port == 0:
+                raise OSError(f"{self.name}: cannot listen on {self.listen_address}")
+            await self.server.start()
             await self._set_all(health_pb2.HealthCheckResponse.SERVING)
             log.info("%s serving on %s", self.name, self.listen_address)
             await self.stopping.wait()

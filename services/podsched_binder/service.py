@@ -143,8 +143,9 @@ class Binder:
 
     # --- the write path --------------------------------------------------------------------------
 
-    async def submit(self, apply: Callable[[Cluster], Any]) -> Any:
-        """Run `apply` in the next batch; returns its result once the batch is committed."""
+    async def submit(self, apply: Callable[[Cluster], Any]) -> tuple[Any, tuple[int, int]]:
+        """Run `apply` in the next batch; once the batch is committed, returns its result and the
+        committed (resource version, last event sequence)."""
         if self.failed.is_set():
             raise RuntimeError("binder is restarting after a failed commit")
         operation = Operation(apply)
@@ -182,11 +183,14 @@ class Binder:
                         operation.done.set_exception(RuntimeError(f"write not committed: {error}"))
                 os._exit(3)  # crash-only: the state in memory is ahead of the log
         self._wake_timer.set()
+        # The versions as committed: by the time a caller resumes, the next batch may have been
+        # applied but not committed, and a caller must never wait for a version that may vanish.
+        committed = self.versions()
         for operation, (ok, value) in zip(batch, outcomes, strict=True):
             if operation.done.done():
                 continue
             if ok:
-                operation.done.set_result(value)
+                operation.done.set_result((value, committed))
             else:
                 operation.done.set_exception(value)
 
@@ -218,7 +222,9 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
     def __init__(self, binder: Binder) -> None:
         self.binder = binder
 
-    async def _run(self, context: grpc.aio.ServicerContext, apply: Callable[[Cluster], Any]) -> Any:
+    async def _run(
+        self, context: grpc.aio.ServicerContext, apply: Callable[[Cluster], Any]
+    ) -> tuple[Any, tuple[int, int]]:
         try:
             return await self.binder.submit(apply)
         except ApiError as error:
@@ -236,18 +242,16 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
             await context.abort(status_code(error), error.kubectl_message())
         except ValueError as error:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"error: invalid JSON: {error}")
-        action, stored = await self._run(context, lambda cluster: cluster.apply(obj))
-        version, sequence = self.binder.versions()
+        (action, stored), (version, sequence) = await self._run(context, lambda cluster: cluster.apply(obj))
         return binder_pb2.WriteResponse(
             action=action, object_json=to_json(stored), resource_version=version, event_sequence=sequence
         )
 
     async def Delete(self, request: binder_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> Any:
         grace = request.grace_period_seconds if request.HasField("grace_period_seconds") else None
-        deleted = await self._run(
+        deleted, (version, sequence) = await self._run(
             context, lambda cluster: cluster.delete(request.kind, request.namespace, request.name, grace)
         )
-        version, sequence = self.binder.versions()
         return binder_pb2.DeleteResponse(
             object_json=to_json(deleted), resource_version=version, event_sequence=sequence
         )
@@ -267,12 +271,11 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
                     )
             return results
 
-        results = await self._run(context, bind_all)
-        version, sequence = self.binder.versions()
+        results, (version, sequence) = await self._run(context, bind_all)
         return binder_pb2.BindResponse(results=results, resource_version=version, event_sequence=sequence)
 
     async def RecordFailure(self, request: binder_pb2.RecordFailureRequest, context: grpc.aio.ServicerContext) -> Any:
-        await self._run(
+        _, (version, sequence) = await self._run(
             context,
             lambda cluster: record_scheduling_failure(
                 cluster,
@@ -284,5 +287,4 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
                 request.clear_own_nomination,
             ),
         )
-        version, sequence = self.binder.versions()
         return binder_pb2.RecordFailureResponse(resource_version=version, event_sequence=sequence)

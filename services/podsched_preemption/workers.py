@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import multiprocessing
 import multiprocessing.connection
@@ -61,7 +62,7 @@ async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connecti
     def readable() -> None:
         try:
             requests.put_nowait(conn.recv())
-        except EOFError:  # the coordinator is gone
+        except (EOFError, OSError):  # the coordinator is gone
             requests.put_nowait(None)
 
     loop.add_reader(conn.fileno(), readable)
@@ -69,14 +70,14 @@ async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connecti
         request = await requests.get()
         if request is None:
             return
-        pod_uid, pod_json, node_names, min_version, now, wanted = request
+        request_id, pod_uid, pod_json, node_names, min_version, now, wanted = request
         try:
             await copy.replica.wait_for(min_version)
             outcomes = _run(copy.cluster, framework, pod_uid, pod_json, node_names, now, wanted)
-            conn.send(("ok", outcomes))
+            conn.send((request_id, "ok", outcomes))
         except Exception as error:  # report, keep serving: the coordinator fails the RPC
             log.exception("shard failed")
-            conn.send(("error", f"{type(error).__name__}: {error}"))
+            conn.send((request_id, "error", f"{type(error).__name__}: {error}"))
 
 
 def _run(
@@ -106,6 +107,7 @@ class WorkerPool:
         self.count = count
         self.settings = settings
         self.processes: list[multiprocessing.process.BaseProcess] = []
+        self._request_ids = itertools.count(1)
         self.connections: list[multiprocessing.connection.Connection] = []
 
     def start(self) -> None:
@@ -143,14 +145,18 @@ class WorkerPool:
         victims_by_uid: dict[str, Any],
     ) -> list[list[NodeVictims]]:
         """Blocking: the coordinator's PostFilter is one synchronous Evaluator.preempt call."""
+        request_id = next(self._request_ids)
         used = self.connections[: len(shards)]
         for conn, shard in zip(used, shards, strict=True):
-            conn.send((pod_uid, pod_json, [info.name for info in shard], min_version, now, wanted))
+            conn.send((request_id, pod_uid, pod_json, [info.name for info in shard], min_version, now, wanted))
         results: list[list[NodeVictims]] = []
         for index, conn in enumerate(used):
-            if not conn.poll(SHARD_TIMEOUT):
-                raise TimeoutError(f"preemption worker {index} did not answer in {SHARD_TIMEOUT}s")
-            kind, payload = conn.recv()
+            while True:  # skip late answers to an earlier request that timed out
+                if not conn.poll(SHARD_TIMEOUT):
+                    raise TimeoutError(f"preemption worker {index} did not answer in {SHARD_TIMEOUT}s")
+                answer_id, kind, payload = conn.recv()
+                if answer_id == request_id:
+                    break
             if kind != "ok":
                 raise RuntimeError(f"preemption worker {index}: {payload}")
             results.append([_outcome(item, victims_by_uid) for item in payload])

@@ -113,9 +113,9 @@ class QueueService:
         self.known_version = max(self.known_version, version)
         self.known_event_sequence = max(self.known_event_sequence, event_sequence)
 
-    async def caught_up(self) -> None:
+    async def caught_up(self, timeout: float = 20.0) -> None:
         """Until the replica holds every write this service saw acknowledged."""
-        await self.replica.wait_for(self.known_version, self.known_event_sequence)
+        await self.replica.wait_for(self.known_version, self.known_event_sequence, timeout)
 
     # --- scheduling cycles -----------------------------------------------------------------------
 
@@ -274,6 +274,15 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
     def __init__(self, service: QueueService) -> None:
         self.service = service
 
+    async def _caught_up(self, context: grpc.aio.ServicerContext) -> None:
+        try:
+            await self.service.caught_up()
+        except TimeoutError:
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                "Error from server (ServiceUnavailable): the queue service is catching up with the log; retry",
+            )
+
     async def _forward_error(self, context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError) -> None:
         code = error.code()
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
@@ -290,7 +299,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"error: error parsing {request.source}: {error}")
         try:
             obj = decode_object(document)
-            await service.caught_up()
+            await self._caught_up(context)
             action, admitted = admit_without_storing(service.cluster, obj)
         except ApiError as error:
             await context.abort(status_code(error), error.kubectl_message())
@@ -343,7 +352,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
                 f'error: the server doesn\'t have a resource type "{request.resource}"',
             )
         service = self.service
-        await service.caught_up()
+        await self._caught_up(context)
         namespace = request.namespace or "default"
         objects = [
             obj
@@ -381,7 +390,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
 
     async def ListEvents(self, request: api_pb2.ListEventsRequest, context: grpc.aio.ServicerContext) -> Any:
         service = self.service
-        await service.caught_up()
+        await self._caught_up(context)
         namespace = request.namespace or "default"
         events = [
             event_to_proto(event)
@@ -397,7 +406,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         unknown = kinds - {KIND_POD, KIND_NODE, KIND_PRIORITY_CLASS, KIND_PDB}
         if unknown:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"error: unknown kinds {sorted(unknown)}")
-        await service.caught_up()
+        await self._caught_up(context)
         watcher: asyncio.Queue[api_pb2.WatchEvent | None] = asyncio.Queue()
         service.watchers.append(watcher)
 
