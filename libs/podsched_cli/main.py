@@ -23,6 +23,7 @@ DEFAULT_TIMEOUT_SECONDS = 30.0
 STDIN = "-"
 # kubectl names standard input this way in its messages (`error parsing STDIN: ...`).
 STDIN_SOURCE = "STDIN"
+MANIFEST_EXTENSIONS = (".json", ".yaml", ".yml")
 
 
 def _simulate(args: argparse.Namespace) -> int:
@@ -90,7 +91,8 @@ def _connect(args: argparse.Namespace) -> Iterator[Any]:
 
 def read_inputs(paths: list[str], read_stdin: Callable[[], str]) -> list[tuple[str, str]]:
     """(source, text) for every -f, all read before anything is sent: kubectl refuses the whole
-    command when one path is missing. `-` is standard input (read once)."""
+    command when one path is missing. `-` is standard input (read once); a directory stands for
+    its manifest files."""
     inputs = []
     stdin_text: str | None = None
     for path in paths:
@@ -99,13 +101,21 @@ def read_inputs(paths: list[str], read_stdin: Callable[[], str]) -> list[tuple[s
                 stdin_text = read_stdin()
                 inputs.append((STDIN_SOURCE, stdin_text))
             continue
-        try:
-            with open(path, encoding="utf-8") as handle:
-                inputs.append((path, handle.read()))
-        except FileNotFoundError:
-            raise UsageError(f'the path "{path}" does not exist') from None
-        except OSError as error:
-            raise UsageError(f"cannot read {path}: {error.strerror}") from None
+        if os.path.isdir(path):
+            # kubectl reads a directory's .json/.yaml/.yml files in name order (not recursively).
+            names = sorted(n for n in os.listdir(path) if n.endswith(MANIFEST_EXTENSIONS))
+            files = [os.path.join(path, name) for name in names]
+            files = [file for file in files if os.path.isfile(file)]
+        else:
+            files = [path]
+        for file in files:
+            try:
+                with open(file, encoding="utf-8") as handle:
+                    inputs.append((file, handle.read()))
+            except FileNotFoundError:
+                raise UsageError(f'the path "{file}" does not exist') from None
+            except OSError as error:
+                raise UsageError(f"cannot read {file}: {error.strerror}") from None
     return inputs
 
 
@@ -230,7 +240,8 @@ def _delete(args: argparse.Namespace) -> int:
                 failed = True
                 continue
             resource = resource_type_of_kind(str(document.get("kind", "")))
-            metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
+            raw_metadata = document.get("metadata")
+            metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
             assert resource is not None  # client_side_error let only served kinds through
             namespace = str(metadata.get("namespace") or args.namespace or "") if resource.namespaced else ""
             requests.append((resource, str(metadata.get("name", "")), namespace))

@@ -471,7 +471,7 @@ def _timestamp_seconds(message: Any, field: str) -> float:
     if not message.HasField(field):
         return 0.0
     stamp = getattr(message, field)
-    return float(stamp.seconds) + stamp.nanos / 1_000_000_000
+    return float(stamp.seconds) + float(stamp.nanos) / 1_000_000_000
 
 
 def _reference(reference: events_pb2.ObjectReference) -> ObjectReference:
@@ -736,8 +736,8 @@ def describe_node(
     lines += _labels_lines("Labels", _section(meta, "labels"))
     if meta.get("creationTimestamp"):
         lines.append(f"CreationTimestamp:\t{rfc1123(meta['creationTimestamp'])}")
-    taints = spec.get("taints") if isinstance(spec.get("taints"), list) else []
-    taint_texts = [_taint_text(t) for t in taints if isinstance(t, dict)]
+    taints = spec.get("taints")
+    taint_texts = [_taint_text(t) for t in taints if isinstance(t, dict)] if isinstance(taints, list) else []
     lines.append(f"Taints:\t{taint_texts[0] if taint_texts else NONE}")
     lines += [f"\t{text}" for text in taint_texts[1:]]
     lines.append(f"Unschedulable:\t{_text(bool(spec.get('unschedulable', False)))}")
