@@ -30,7 +30,7 @@ NONE = "<none>"
 UNKNOWN = "<unknown>"
 DEFAULT_NAMESPACE = "default"
 # How a refused connection is explained; the hint names the command that starts the local stack.
-START_HINT = "make run"
+START_HINT = "make up"
 
 # --- tabwriter ---------------------------------------------------------------------------------------
 

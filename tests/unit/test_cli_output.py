@@ -265,7 +265,7 @@ def test_usage_errors_print_one_kubectl_line_and_exit_1(argv: list[str], message
 def test_a_refused_connection_names_the_server(capsys: Any) -> None:
     assert main([*UNREACHABLE, "get", "pods"]) == 1
     assert capsys.readouterr().err == (
-        "The connection to the server 127.0.0.1:1 was refused - is podsched running? (make run)\n"
+        "The connection to the server 127.0.0.1:1 was refused - is podsched running? (make up)\n"
     )
 
 
@@ -512,7 +512,7 @@ def test_an_unworded_server_error_gets_kubectls_prefix() -> None:
 
 def test_an_unreachable_or_silent_server_is_named() -> None:
     assert output.rpc_error_message("UNAVAILABLE", "failed to connect", "127.0.0.1:50051", 30) == (
-        "The connection to the server 127.0.0.1:50051 was refused - is podsched running? (make run)"
+        "The connection to the server 127.0.0.1:50051 was refused - is podsched running? (make up)"
     )
     assert output.rpc_error_message("DEADLINE_EXCEEDED", "", "h:1", 2.5) == (
         "Unable to connect to the server h:1: no answer within 2.5s (--timeout)"

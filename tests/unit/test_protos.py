@@ -26,7 +26,8 @@ def undocumented(path: Path) -> list[str]:
 
 
 def test_there_are_protos() -> None:
-    assert {p.name for p in PROTO_FILES} >= {"api.proto", "events.proto"}
+    expected = {"api.proto", "events.proto", "filter.proto", "preemption.proto", "binder.proto"}
+    assert {p.name for p in PROTO_FILES} >= expected
 
 
 @pytest.mark.parametrize("path", PROTO_FILES, ids=lambda p: str(p.relative_to(PROTOS)))
@@ -47,9 +48,18 @@ def generated(module: str):  # type: ignore[no-untyped-def]
         pytest.fail(f"generated code is missing ({error}); run `make protos`")
 
 
-def test_each_rpc_has_its_own_request_and_response() -> None:
-    api = generated("podsched_proto.api.v1.api_pb2")
-    service = api.DESCRIPTOR.services_by_name["PodSched"]
+SERVICES = [
+    ("podsched_proto.api.v1.api_pb2", "PodSched"),
+    ("podsched_proto.filter.v1.filter_pb2", "Filter"),
+    ("podsched_proto.preemption.v1.preemption_pb2", "Preemption"),
+    ("podsched_proto.binder.v1.binder_pb2", "Binder"),
+]
+
+
+@pytest.mark.parametrize(("module", "service_name"), SERVICES)
+def test_each_rpc_has_its_own_request_and_response(module: str, service_name: str) -> None:
+    service = generated(module).DESCRIPTOR.services_by_name[service_name]
+    assert service.methods
     for method in service.methods:
         assert method.input_type.name == f"{method.name}Request"
         assert method.output_type.name in (f"{method.name}Response", "WatchEvent")
