@@ -361,8 +361,24 @@ def format_json(document: Any) -> str:
     return json.dumps(document, indent=4, ensure_ascii=False) + "\n"
 
 
+class _KubectlYamlDumper(yaml.SafeDumper):
+    """Strings that would read back as another type (`"2"`, `"31"`, timestamps) get double quotes,
+    as kubectl writes them, instead of PyYAML's single quotes."""
+
+
+def _represent_string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    plain_type = dumper.resolve(yaml.ScalarNode, value, (True, False))  # type: ignore[no-untyped-call]
+    style = '"' if plain_type != "tag:yaml.org,2002:str" else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_KubectlYamlDumper.add_representer(str, _represent_string)
+
+
 def format_yaml(document: Any) -> str:
-    return str(yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=True))
+    return str(
+        yaml.dump(document, Dumper=_KubectlYamlDumper, sort_keys=False, default_flow_style=False, allow_unicode=True)
+    )
 
 
 def format_objects(objects: Sequence[Mapping[str, Any]], output: str, *, single: bool) -> str:

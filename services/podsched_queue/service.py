@@ -109,6 +109,13 @@ class QueueService:
         for channel in self.channels:
             await channel.close()
 
+    @property
+    def view_version(self) -> int:
+        """The version downstream services must have applied before answering: every write this
+        service saw acknowledged, and every change its own replica has applied (a retry triggered
+        by, say, a victim's deletion must not be filtered on a copy without that deletion)."""
+        return max(self.known_version, self.replica.version)
+
     def saw(self, version: int, event_sequence: int) -> None:
         self.known_version = max(self.known_version, version)
         self.known_event_sequence = max(self.known_event_sequence, event_sequence)
@@ -153,7 +160,7 @@ class QueueService:
         self.cycles += 1
         found = await self.filter.FindNodes(
             filter_pb2.FindNodesRequest(
-                pods=[filter_pb2.PodToPlace(uid=pod.uid)], min_resource_version=self.known_version
+                pods=[filter_pb2.PodToPlace(uid=pod.uid)], min_resource_version=self.view_version
             ),
             timeout=RPC_TIMEOUT,
         )
@@ -178,7 +185,7 @@ class QueueService:
             return
         decision = await self.preemption.PostFilter(
             preemption_pb2.PostFilterRequest(
-                pod=filter_pb2.PodToPlace(uid=pod.uid), filter_result=placement, min_resource_version=self.known_version
+                pod=filter_pb2.PodToPlace(uid=pod.uid), filter_result=placement, min_resource_version=self.view_version
             ),
             timeout=RPC_TIMEOUT,
         )
@@ -324,7 +331,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         ref = filter_pb2.PodToPlace(pod_json=to_json(pod))
         try:
             found = await service.filter.FindNodes(
-                filter_pb2.FindNodesRequest(pods=[ref], min_resource_version=service.known_version, dry_run=True),
+                filter_pb2.FindNodesRequest(pods=[ref], min_resource_version=service.view_version, dry_run=True),
                 timeout=RPC_TIMEOUT,
             )
             placement = found.placements[0]
@@ -334,7 +341,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
                 return api_pb2.DryRunOutcome(message=placement.error or placement.message)
             decision = await service.preemption.PostFilter(
                 preemption_pb2.PostFilterRequest(
-                    pod=ref, filter_result=placement, min_resource_version=service.known_version
+                    pod=ref, filter_result=placement, min_resource_version=service.view_version
                 ),
                 timeout=RPC_TIMEOUT,
             )

@@ -414,6 +414,11 @@ def test_yaml_is_the_same_document_in_yaml() -> None:
     assert yaml.safe_load(output.format_objects([pod, pod], "yaml", single=False))["items"] == [pod, pod]
 
 
+def test_yaml_quotes_strings_that_look_like_other_types_as_kubectl_does() -> None:
+    text = output.format_yaml({"cpu": "2", "resourceVersion": "31", "time": "2026-01-01T00:00:00Z", "name": "web"})
+    assert text == 'cpu: "2"\nresourceVersion: "31"\ntime: "2026-01-01T00:00:00Z"\nname: web\n'
+
+
 def test_name_output_uses_the_group_qualified_resource() -> None:
     objects = [running_pod(), encode_object(make_priority_class("high", 1)), encode_object(make_pdb("b"))]
     assert (
