@@ -111,7 +111,7 @@ def run_example(server: str) -> None:
         print(f"\n$ podsched {' '.join(args)}", flush=True)
         podsched(["--server", server, *args])
 
-    def wait_until(predicate_args: list[str], done: str, timeout: float) -> None:
+    def wait_until_all_bound(timeout: float) -> None:
         import grpc
 
         from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
@@ -121,20 +121,20 @@ def run_example(server: str) -> None:
             deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 pods = stub.Get(api_pb2.GetRequest(resource="pods")).objects_json
-                if done == "all-bound" and pods and all(b'"nodeName"' in p for p in pods):
+                if pods and all(b'"nodeName"' in p for p in pods):
                     return
                 time.sleep(0.2)
 
     step("apply", "-f", str(EXAMPLE / "cluster.yaml"))
     step("apply", "-f", str(EXAMPLE / "workload.yaml"))
-    wait_until([], "all-bound", 30)
+    wait_until_all_bound(30)
     step("get", "pods", "-o", "wide")
     step("apply", "--dry-run=server", "-f", str(EXAMPLE / "preemptor.yaml"))
     step("apply", "-f", str(EXAMPLE / "preemptor.yaml"))
     time.sleep(1.0)
     step("get", "pods", "-o", "wide")
     print("\n(xyz-0 is nominated to its node while the victims terminate: 30 s grace period)", flush=True)
-    wait_until([], "all-bound", 60)
+    wait_until_all_bound(60)
     step("get", "pods", "-o", "wide")
     step("events")
     step("describe", "pod", "xyz-0")

@@ -67,12 +67,11 @@ def reference(obj: ApiObject) -> events_pb2.ObjectReference:
     return events_pb2.ObjectReference(kind=obj.kind, namespace=meta.namespace, name=meta.name, uid=meta.uid)
 
 
-def change_record(change: Change, writer: str, now: float) -> tuple[bytes, bytes]:
-    """A cluster Change as (key, serialized ObjectChange)."""
-    obj = change.new if change.new is not None else change.old
-    assert obj is not None
-    record = events_pb2.ObjectChange(
-        type=_CHANGE_TYPES[change.type],
+def change_message(change_type: str, obj: ApiObject, writer: str, now: float) -> events_pb2.ObjectChange:
+    """One change of `obj` (its state after the change; the last state for a deletion) as an
+    ObjectChange: the Kafka record's value and the Watch stream's item."""
+    message = events_pb2.ObjectChange(
+        type=_CHANGE_TYPES[change_type],
         object=reference(obj),
         resource_version=obj.metadata.resource_version,
         object_json=to_json(obj),
@@ -80,11 +79,18 @@ def change_record(change: Change, writer: str, now: float) -> tuple[bytes, bytes
         time=to_timestamp(now),
     )
     if isinstance(obj, Pod):
-        record.node_name = obj.spec.node_name
-        record.phase = obj.status.phase
-        record.priority = obj.priority
-        record.nominated_node_name = obj.status.nominated_node_name
-    return object_key(obj), record.SerializeToString()
+        message.node_name = obj.spec.node_name
+        message.phase = obj.status.phase
+        message.priority = obj.priority
+        message.nominated_node_name = obj.status.nominated_node_name
+    return message
+
+
+def change_record(change: Change, writer: str, now: float) -> tuple[bytes, bytes]:
+    """A cluster Change as (key, serialized ObjectChange)."""
+    obj = change.new if change.new is not None else change.old
+    assert obj is not None
+    return object_key(obj), change_message(change.type, obj, writer, now).SerializeToString()
 
 
 def decode_change(value: bytes) -> tuple[str, ApiObject, int]:

@@ -113,13 +113,5 @@ class LogReader:
                     handle(record)
                     count += 1
 
-    async def follow(self, handle: Callable[[list[ConsumerRecord]], None]) -> None:
-        """Forever: hand each fetched batch (records of all partitions, per-partition order kept)."""
-        while True:
-            batches = await self.consumer.getmany(timeout_ms=1000)
-            records = [record for part in batches.values() for record in part]
-            if records:
-                handle(records)
-
     async def stop(self) -> None:
         await self.consumer.stop()

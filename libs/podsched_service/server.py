@@ -83,6 +83,3 @@ class ServiceHost:
             await stop()
             log.info("%s stopped", self.name)
 
-
-async def abort(context: grpc.aio.ServicerContext, code: grpc.StatusCode, details: str) -> None:
-    await context.abort(code, details)

@@ -26,7 +26,7 @@ from podsched.api.manifests import decode_object
 from podsched.api.types import KIND_NODE, KIND_PDB, KIND_POD, KIND_PRIORITY_CLASS, ApiObject, Pod
 from podsched.cluster import events as ev
 from podsched.cluster.dry_run import admit_without_storing
-from podsched.cluster.state import Change, Cluster
+from podsched.cluster.state import ADDED, Change, Cluster
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
@@ -34,7 +34,7 @@ from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
-from podsched_service.codec import event_to_proto, reference, status_code, to_json, to_timestamp
+from podsched_service.codec import change_message, event_to_proto, status_code, to_json
 from podsched_service.replica import Replica
 from podsched_service.scheduling import DRY_RUN_UID, load_scheduler_config
 from podsched_service.server import CHANNEL_OPTIONS
@@ -59,6 +59,7 @@ RESOURCES = {
 }
 CLUSTER_SCOPED = (KIND_NODE, KIND_PRIORITY_CLASS)
 RPC_TIMEOUT = 60.0
+WATCH_WRITER = ""  # Watch items are rebuilt from the replica, which does not keep the record's writer
 LEFTOVER_FLUSH_INTERVAL = 30.0  # upstream flushes unschedulable pods older than 5 minutes every 30 s
 
 
@@ -239,7 +240,7 @@ class QueueService:
             return
         obj = change.new if change.new is not None else change.old
         assert obj is not None
-        item = api_pb2.WatchEvent(change=change_message(change.type, obj))
+        item = api_pb2.WatchEvent(change=change_message(change.type, obj, WATCH_WRITER, time.time()))
         for watcher in self.watchers:
             watcher.put_nowait(item)
 
@@ -249,29 +250,6 @@ class QueueService:
         item = api_pb2.WatchEvent(event=event_to_proto(event))
         for watcher in self.watchers:
             watcher.put_nowait(item)
-
-
-_CHANGE_TYPE = {
-    "ADDED": events_pb2.ObjectChange.ADDED,
-    "MODIFIED": events_pb2.ObjectChange.MODIFIED,
-    "DELETED": events_pb2.ObjectChange.DELETED,
-}
-
-
-def change_message(change_type: str, obj: ApiObject) -> events_pb2.ObjectChange:
-    message = events_pb2.ObjectChange(
-        type=_CHANGE_TYPE[change_type],
-        object=reference(obj),
-        resource_version=obj.metadata.resource_version,
-        object_json=to_json(obj),
-        time=to_timestamp(time.time()),
-    )
-    if isinstance(obj, Pod):
-        message.node_name = obj.spec.node_name
-        message.phase = obj.status.phase
-        message.priority = obj.priority
-        message.nominated_node_name = obj.status.nominated_node_name
-    return message
 
 
 class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
@@ -426,7 +404,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
             if request.since_resource_version == 0:
                 for kind in sorted(kinds or {KIND_POD, KIND_NODE, KIND_PRIORITY_CLASS, KIND_PDB}):
                     for obj in objects_of(service.cluster, kind):
-                        change = change_message("ADDED", obj)
+                        change = change_message(ADDED, obj, WATCH_WRITER, time.time())
                         if wanted(change.object):
                             yield api_pb2.WatchEvent(change=change)
             while True:
