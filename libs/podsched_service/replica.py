@@ -41,11 +41,16 @@ class Replica:
         """The last event sequence applied with every earlier one (-1: none)."""
         return len(self.cluster.events) - 1
 
-    async def start(self) -> None:
-        """Replay the log to its current end, then follow it in the background."""
+    async def replay(self) -> int:
+        """Apply the log up to its current end; returns how many records were read."""
         await self.reader.start()
         count = await self.reader.read_to_end(self._apply)
         log.info("replayed %d records up to resource version %d", count, self.version)
+        return count
+
+    async def start(self) -> None:
+        """Replay the log to its current end, then follow it in the background."""
+        await self.replay()
         self._task = asyncio.create_task(self._follow(), name="replica-follow")
 
     async def _follow(self) -> None:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from aiokafka import AIOKafkaProducer, ConsumerRecord
+from aiokafka import AIOKafkaProducer
 
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
@@ -29,17 +29,15 @@ from podsched.cluster import events as ev
 from podsched.cluster.failure import record_scheduling_failure
 from podsched.cluster.state import BindError, Change, Cluster
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
-from podsched_proto.events.v1 import events_pb2
 from podsched_service.codec import (
     change_record,
-    decode_change,
-    event_from_proto,
     event_record,
     status_code,
     to_json,
     topics,
 )
-from podsched_service.kafka_log import LogReader, ensure_topics
+from podsched_service.kafka_log import ensure_topics
+from podsched_service.replica import Replica
 
 from .config import BinderConfig
 
@@ -105,24 +103,13 @@ class Binder:
         ]
 
     async def _rebuild(self) -> None:
-        reader = LogReader(self.config.kafka_bootstrap_servers, [self.objects_topic, self.events_topic])
-        await reader.start()
-        events: dict[int, ev.Event] = {}
-
-        def restore(record: ConsumerRecord) -> None:
-            if record.topic == self.objects_topic:
-                change_type, obj, _ = decode_change(record.value)
-                self.cluster.restore(change_type, obj)
-            else:
-                event = event_from_proto(events_pb2.Event.FromString(record.value))
-                events[event.sequence] = event  # a repeat replaces the first record
-
+        """Replay the log into the binder's own state, exactly as a replica does (nothing is
+        recorded meanwhile: `_recording` is off)."""
+        replica = Replica(self.cluster, self.config.kafka_bootstrap_servers, self.config.topic_prefix, True)
         try:
-            count = await reader.read_to_end(restore)
+            count = await replica.replay()
         finally:
-            await reader.stop()
-        for sequence in sorted(events):
-            self.cluster.restore_event(events[sequence])
+            await replica.stop()
         log.info(
             "rebuilt from %d records: %d pods, %d nodes, resource version %d, %d events",
             count,
