@@ -13,11 +13,14 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
+
+from podsched_service.config import load_config
 
 log = logging.getLogger(__name__)
 
@@ -38,22 +41,45 @@ def configure_logging(service: str) -> None:
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
 
 
-class ServiceHost:
-    """Hosts one service: `register` adds servicers, `run` serves until a signal arrives."""
+Lifecycle = Callable[[], Awaitable[None]]
+# Registers a service's servicers on the server; returns (its full gRPC service name, start, stop).
+Build = Callable[[Any, grpc.aio.Server], tuple[str, Lifecycle, Lifecycle]]
 
-    def __init__(self, name: str, listen_address: str, service_names: Sequence[str], grace: float) -> None:
+
+def run_service(name: str, config_class: type, build: Build) -> None:
+    """`python -m podsched_<service>`: configuration from PODSCHED_*, then serve until SIGTERM."""
+    configure_logging(name)
+    config = load_config(config_class)
+
+    async def serve() -> None:
+        host = ServiceHost(name, config.listen_address, config.shutdown_grace_seconds)
+        service_name, start, stop = build(config, host.server)
+        host.add_service_names([service_name])
+        await host.run(start, stop)
+
+    asyncio.run(serve())
+
+
+class ServiceHost:
+    """Hosts one service: servicers are added to `server`, `run` serves until a signal arrives."""
+
+    def __init__(self, name: str, listen_address: str, grace: float) -> None:
         self.name = name
         self.listen_address = listen_address
         self.grace = grace
         self.server = grpc.aio.server(options=SERVER_OPTIONS)
         self.health = HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
-        self.service_names = list(service_names)
+        self.service_names: list[str] = []
+        self.stopping = asyncio.Event()
+
+    def add_service_names(self, service_names: Sequence[str]) -> None:
+        """The services whose health is reported and which reflection lists (with health and reflection)."""
+        self.service_names += service_names
         reflection.enable_server_reflection(
             [*self.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
             self.server,
         )
-        self.stopping = asyncio.Event()
 
     async def _set_all(self, status: health_pb2.HealthCheckResponse.ServingStatus.ValueType) -> None:
         for service in ["", *self.service_names]:

@@ -2,31 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
+import grpc
 
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
-from podsched_service.config import load_config
-from podsched_service.server import ServiceHost, configure_logging
+from podsched_service.server import Lifecycle, run_service
 
 from .config import BinderConfig
 from .service import Binder, BinderServicer
 
 
-async def serve(config: BinderConfig) -> None:
+def build(config: BinderConfig, server: grpc.aio.Server) -> tuple[str, Lifecycle, Lifecycle]:
     binder = Binder(config)
-    host = ServiceHost(
-        "podsched-binder",
-        config.listen_address,
-        [binder_pb2.DESCRIPTOR.services_by_name["Binder"].full_name],
-        config.shutdown_grace_seconds,
-    )
-    binder_pb2_grpc.add_BinderServicer_to_server(BinderServicer(binder), host.server)
-    await host.run(binder.start, binder.stop)
+    binder_pb2_grpc.add_BinderServicer_to_server(BinderServicer(binder), server)
+    return binder_pb2.DESCRIPTOR.services_by_name["Binder"].full_name, binder.start, binder.stop
 
 
 def main() -> None:
-    configure_logging("podsched-binder")
-    asyncio.run(serve(load_config(BinderConfig)))
+    run_service("podsched-binder", BinderConfig, build)
 
 
 if __name__ == "__main__":

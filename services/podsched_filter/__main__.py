@@ -2,31 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
+import grpc
 
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
-from podsched_service.config import load_config
-from podsched_service.server import ServiceHost, configure_logging
+from podsched_service.server import Lifecycle, run_service
 
 from .config import FilterConfig
 from .service import FilterServicer
 
 
-async def serve(config: FilterConfig) -> None:
+def build(config: FilterConfig, server: grpc.aio.Server) -> tuple[str, Lifecycle, Lifecycle]:
     servicer = FilterServicer(config)
-    host = ServiceHost(
-        "podsched-filter",
-        config.listen_address,
-        [filter_pb2.DESCRIPTOR.services_by_name["Filter"].full_name],
-        config.shutdown_grace_seconds,
-    )
-    filter_pb2_grpc.add_FilterServicer_to_server(servicer, host.server)
-    await host.run(servicer.start, servicer.stop)
+    filter_pb2_grpc.add_FilterServicer_to_server(servicer, server)
+    return filter_pb2.DESCRIPTOR.services_by_name["Filter"].full_name, servicer.start, servicer.stop
 
 
 def main() -> None:
-    configure_logging("podsched-filter")
-    asyncio.run(serve(load_config(FilterConfig)))
+    run_service("podsched-filter", FilterConfig, build)
 
 
 if __name__ == "__main__":

@@ -2,31 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
+import grpc
 
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
-from podsched_service.config import load_config
-from podsched_service.server import ServiceHost, configure_logging
+from podsched_service.server import Lifecycle, run_service
 
 from .config import PreemptionConfig
 from .service import PreemptionServicer
 
 
-async def serve(config: PreemptionConfig) -> None:
+def build(config: PreemptionConfig, server: grpc.aio.Server) -> tuple[str, Lifecycle, Lifecycle]:
     servicer = PreemptionServicer(config)
-    host = ServiceHost(
-        "podsched-preemption",
-        config.listen_address,
-        [preemption_pb2.DESCRIPTOR.services_by_name["Preemption"].full_name],
-        config.shutdown_grace_seconds,
-    )
-    preemption_pb2_grpc.add_PreemptionServicer_to_server(servicer, host.server)
-    await host.run(servicer.start, servicer.stop)
+    preemption_pb2_grpc.add_PreemptionServicer_to_server(servicer, server)
+    return preemption_pb2.DESCRIPTOR.services_by_name["Preemption"].full_name, servicer.start, servicer.stop
 
 
 def main() -> None:
-    configure_logging("podsched-preemption")
-    asyncio.run(serve(load_config(PreemptionConfig)))
+    run_service("podsched-preemption", PreemptionConfig, build)
 
 
 if __name__ == "__main__":
