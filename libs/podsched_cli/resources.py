@@ -6,42 +6,19 @@ the canonical plural; so does `podsched`, so the server only ever sees one spell
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from podsched.api.errors import ApiError
 from podsched.api.manifests import ACCEPTED_TYPES
+from podsched.api.resources import (  # noqa: F401 (re-exported for the CLI's modules)
+    NODE,
+    PDB,
+    POD,
+    PRIORITY_CLASS,
+    RESOURCE_TYPES,
+    ResourceType,
+    find_resource_type,
+    resource_type_of_kind,
+)
 from podsched_cli.errors import UsageError
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceType:
-    """One API resource: its plural (what requests carry), kind, and kubectl's printed name."""
-
-    plural: str
-    kind: str
-    # kubectl's `resource.group` in output lines: `pod/web created`, `priorityclass.scheduling.k8s.io/high`.
-    qualified: str
-    namespaced: bool
-    aliases: tuple[str, ...]
-
-
-POD = ResourceType("pods", "Pod", "pod", True, ("pod", "po"))
-NODE = ResourceType("nodes", "Node", "node", False, ("node", "no"))
-PRIORITY_CLASS = ResourceType(
-    "priorityclasses",
-    "PriorityClass",
-    "priorityclass.scheduling.k8s.io",
-    False,
-    ("priorityclass", "pc", "priorityclasses.scheduling.k8s.io"),
-)
-PDB = ResourceType(
-    "poddisruptionbudgets",
-    "PodDisruptionBudget",
-    "poddisruptionbudget.policy",
-    True,
-    ("poddisruptionbudget", "pdb", "poddisruptionbudgets.policy"),
-)
-RESOURCE_TYPES = (POD, NODE, PRIORITY_CLASS, PDB)
 
 
 class UnknownResourceError(UsageError):
@@ -50,18 +27,10 @@ class UnknownResourceError(UsageError):
 
 def resource_type(word: str) -> ResourceType:
     """`po`, `pod`, `pods`, `Pods`, `pdb`, `priorityclass.scheduling.k8s.io`... -> the resource type."""
-    lowered = word.strip().lower()
-    for candidate in RESOURCE_TYPES:
-        if lowered in (candidate.plural, candidate.qualified, *candidate.aliases):
-            return candidate
-    raise UnknownResourceError(f'the server doesn\'t have a resource type "{word}"')
-
-
-def resource_type_of_kind(kind: str) -> ResourceType | None:
-    for candidate in RESOURCE_TYPES:
-        if candidate.kind == kind:
-            return candidate
-    return None
+    found = find_resource_type(word)
+    if found is None:
+        raise UnknownResourceError(f'the server doesn\'t have a resource type "{word}"')
+    return found
 
 
 def is_served(api_version: str, kind: str) -> bool:

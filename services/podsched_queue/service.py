@@ -23,7 +23,8 @@ import grpc
 
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
-from podsched.api.types import KIND_NODE, KIND_PDB, KIND_POD, KIND_PRIORITY_CLASS, ApiObject, Pod
+from podsched.api.resources import RESOURCE_TYPES, ResourceType, find_resource_type
+from podsched.api.types import KIND_NODE, KIND_POD, KIND_PRIORITY_CLASS, ApiObject, Pod
 from podsched.cluster import events as ev
 from podsched.cluster.dry_run import admit_without_storing
 from podsched.cluster.state import ADDED, Change, Cluster
@@ -43,21 +44,7 @@ from .config import QueueConfig
 
 log = logging.getLogger(__name__)
 
-RESOURCES = {
-    "pods": KIND_POD,
-    "pod": KIND_POD,
-    "po": KIND_POD,
-    "nodes": KIND_NODE,
-    "node": KIND_NODE,
-    "no": KIND_NODE,
-    "priorityclasses": KIND_PRIORITY_CLASS,
-    "priorityclass": KIND_PRIORITY_CLASS,
-    "pc": KIND_PRIORITY_CLASS,
-    "poddisruptionbudgets": KIND_PDB,
-    "poddisruptionbudget": KIND_PDB,
-    "pdb": KIND_PDB,
-}
-CLUSTER_SCOPED = (KIND_NODE, KIND_PRIORITY_CLASS)
+ALL_KINDS = frozenset(resource.kind for resource in RESOURCE_TYPES)
 RPC_TIMEOUT = 60.0
 WATCH_WRITER = ""  # Watch items are rebuilt from the replica, which does not keep the record's writer
 LEFTOVER_FLUSH_INTERVAL = 30.0  # upstream flushes unschedulable pods older than 5 minutes every 30 s
@@ -259,6 +246,15 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
     def __init__(self, service: QueueService) -> None:
         self.service = service
 
+    async def _resource_type(self, word: str, context: grpc.aio.ServicerContext) -> ResourceType:
+        found = find_resource_type(word)
+        if found is None:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, f'error: the server doesn\'t have a resource type "{word}"'
+            )
+        assert found is not None
+        return found
+
     async def _caught_up(self, context: grpc.aio.ServicerContext) -> None:
         try:
             await self.service.caught_up()
@@ -330,39 +326,27 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         )
 
     async def Get(self, request: api_pb2.GetRequest, context: grpc.aio.ServicerContext) -> Any:
-        kind = RESOURCES.get(request.resource.lower())
-        if kind is None:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f'error: the server doesn\'t have a resource type "{request.resource}"',
-            )
+        resource = await self._resource_type(request.resource, context)
+        kind = resource.kind
         service = self.service
         await self._caught_up(context)
         namespace = request.namespace or "default"
         objects = [
             obj
             for obj in objects_of(service.cluster, kind)
-            if (
-                kind in (KIND_NODE, KIND_PRIORITY_CLASS)
-                or request.all_namespaces
-                or obj.metadata.namespace == namespace
-            )
+            if (not resource.namespaced or request.all_namespaces or obj.metadata.namespace == namespace)
             and (not request.name or obj.metadata.name == request.name)
         ]
         if request.name and not objects:
-            ns = namespace if kind in (KIND_POD, KIND_PDB) else ""
+            ns = namespace if resource.namespaced else ""
             await context.abort(grpc.StatusCode.NOT_FOUND, ApiError.not_found(kind, request.name, ns).kubectl_message())
         objects.sort(key=lambda o: (o.metadata.namespace, o.metadata.name))
         return api_pb2.GetResponse(objects_json=[to_json(obj) for obj in objects])
 
     async def Delete(self, request: api_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> Any:
-        kind = RESOURCES.get(request.resource.lower())
-        if kind is None:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f'error: the server doesn\'t have a resource type "{request.resource}"',
-            )
-        namespace = (request.namespace or "default") if kind in (KIND_POD, KIND_PDB) else ""
+        resource = await self._resource_type(request.resource, context)
+        kind = resource.kind
+        namespace = (request.namespace or "default") if resource.namespaced else ""
         delete = binder_pb2.DeleteRequest(kind=kind, namespace=namespace, name=request.name)
         if request.HasField("grace_period_seconds"):
             delete.grace_period_seconds = request.grace_period_seconds
@@ -388,7 +372,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
     async def Watch(self, request: api_pb2.WatchRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         service = self.service
         kinds = set(request.kinds)
-        unknown = kinds - {KIND_POD, KIND_NODE, KIND_PRIORITY_CLASS, KIND_PDB}
+        unknown = kinds - ALL_KINDS
         if unknown:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"error: unknown kinds {sorted(unknown)}")
         await self._caught_up(context)
@@ -402,7 +386,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
 
         try:
             if request.since_resource_version == 0:
-                for kind in sorted(kinds or {KIND_POD, KIND_NODE, KIND_PRIORITY_CLASS, KIND_PDB}):
+                for kind in sorted(kinds or ALL_KINDS):
                     for obj in objects_of(service.cluster, kind):
                         change = change_message(ADDED, obj, WATCH_WRITER, time.time())
                         if wanted(change.object):
