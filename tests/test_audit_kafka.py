@@ -7,17 +7,14 @@ topic with several), aborts one transaction between two committed ones, and chec
 exactly the committed records in order and that `audit` finds them clean.
 
 The broker is a real JVM resolved from Maven Central; a machine that cannot run it makes this test FAIL (never
-skip), as in tests/test_kafka_broker.py. No pytest-asyncio: the coroutine runs under asyncio.run.
+skip): it uses the session's broker (tests/conftest.py). No pytest-asyncio: the coroutine runs under asyncio.run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,36 +22,14 @@ from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from audit import ADDED, EVENTS_TOPIC, MODIFIED, OBJECTS_TOPIC, Log, audit, final_pods, pending_reasons, read_log
+from podsched_devstack.kafka import KafkaBroker
 from podsched_proto.events.v1.events_pb2 import Event, ObjectChange, ObjectReference
-
-try:
-    from podsched_devstack.kafka import DevstackError, KafkaBroker, ensure_kafka_installed
-except ModuleNotFoundError:  # the project is not pip-installed (-e): import from the source tree
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "libs"))
-    from podsched_devstack.kafka import DevstackError, KafkaBroker, ensure_kafka_installed
 
 pytestmark = pytest.mark.kafka
 
 # Generous for a 2-core machine that runs other work; the happy path takes a few seconds.
 DEADLINE_S = 60.0
 NS = "default"
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    kafka = KafkaBroker(tmp_path_factory.mktemp("kafka"))
-    problem = None
-    try:
-        ensure_kafka_installed()
-        kafka.start(timeout=90)
-    except DevstackError as exc:  # no java/mvn, Maven failure, broker did not come up: say why, plainly
-        problem = str(exc)
-    if problem is not None:  # outside the except block, so the report is not doubled by exception chaining
-        pytest.fail(problem, pytrace=False)
-    try:
-        yield kafka
-    finally:
-        kafka.stop()
 
 
 # -- records, as the binder writes them -----------------------------------------------------------------------
@@ -148,7 +123,7 @@ async def send_all(producer: AIOKafkaProducer, topic: str, records: list[tuple[b
 # -- tests ----------------------------------------------------------------------------------------------------
 
 
-def test_read_log_sees_committed_transactions_only_and_audit_passes(broker: KafkaBroker) -> None:
+def test_read_log_sees_committed_transactions_only_and_audit_passes(kafka: KafkaBroker) -> None:
     prefix = f"audit-{uuid.uuid4().hex[:8]}."
     objects, events = prefix + OBJECTS_TOPIC, prefix + EVENTS_TOPIC
     first_objects = [
@@ -175,9 +150,9 @@ def test_read_log_sees_committed_transactions_only_and_audit_passes(broker: Kafk
     ]
 
     async def scenario() -> Log:
-        await create_topics(broker.bootstrap_servers, {objects: 1, events: 3})
+        await create_topics(kafka.bootstrap_servers, {objects: 1, events: 3})
         producer = AIOKafkaProducer(
-            bootstrap_servers=broker.bootstrap_servers,
+            bootstrap_servers=kafka.bootstrap_servers,
             transactional_id=f"{prefix}binder",
             enable_idempotence=True,
             acks="all",
@@ -197,7 +172,7 @@ def test_read_log_sees_committed_transactions_only_and_audit_passes(broker: Kafk
                     await send_all(producer, events, second_events)
         finally:
             await producer.stop()
-        return await read_log(broker.bootstrap_servers, prefix, timeout=DEADLINE_S)
+        return await read_log(kafka.bootstrap_servers, prefix, timeout=DEADLINE_S)
 
     log = asyncio.run(scenario())
 
@@ -214,7 +189,7 @@ def test_read_log_sees_committed_transactions_only_and_audit_passes(broker: Kafk
     assert pending_reasons(log) == {"uid-big": "0/1 nodes are available: 1 Insufficient cpu."}
 
 
-def test_read_log_of_topics_that_do_not_exist_is_empty(broker: KafkaBroker) -> None:
-    log = asyncio.run(read_log(broker.bootstrap_servers, f"absent-{uuid.uuid4().hex[:8]}.", timeout=DEADLINE_S))
+def test_read_log_of_topics_that_do_not_exist_is_empty(kafka: KafkaBroker) -> None:
+    log = asyncio.run(read_log(kafka.bootstrap_servers, f"absent-{uuid.uuid4().hex[:8]}.", timeout=DEADLINE_S))
     assert log == Log()
     assert audit(log) == []

@@ -24,12 +24,13 @@ from pathlib import Path
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from real_kafka import start_broker_or_fail
 
 try:
-    from podsched_devstack.kafka import INSTALL_HINT, DevstackError, KafkaBroker, ensure_kafka_installed
+    from podsched_devstack.kafka import INSTALL_HINT, KafkaBroker
 except ModuleNotFoundError:  # the project is not pip-installed (-e): import from the source tree
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "libs"))
-    from podsched_devstack.kafka import INSTALL_HINT, DevstackError, KafkaBroker, ensure_kafka_installed
+    from podsched_devstack.kafka import INSTALL_HINT, KafkaBroker
 
 # Generous for a 2-core machine that runs other work; the happy path takes a few seconds.
 DEADLINE_S = 60.0
@@ -37,15 +38,8 @@ DEADLINE_S = 60.0
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    kafka = KafkaBroker(tmp_path_factory.mktemp("kafka"))
-    problem = None
-    try:
-        ensure_kafka_installed()
-        kafka.start(timeout=90)
-    except DevstackError as exc:  # no java/mvn, Maven failure, broker did not come up: say why, plainly
-        problem = str(exc)
-    if problem is not None:  # outside the except block, so the report is not doubled by exception chaining
-        pytest.fail(problem, pytrace=False)
+    # Its own broker, not the session's: these tests stop, restart and kill -9 it.
+    kafka = start_broker_or_fail(tmp_path_factory.mktemp("kafka"), timeout=90)
     try:
         yield kafka
     finally:

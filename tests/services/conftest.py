@@ -1,4 +1,4 @@
-"""The real system for end-to-end tests: one Kafka broker for the session, and for each test the
+"""The real system for end-to-end tests: the session's Kafka broker (tests/conftest.py), and for each test the
 four services as separate processes on free ports with topics of their own (so tests never see
 each other's state). Nothing is mocked; a machine that cannot run Kafka fails these tests with
 the reason."""
@@ -13,25 +13,8 @@ from typing import Any
 import pytest
 
 from live_api import Api
-from podsched_devstack.kafka import DevstackError, KafkaBroker, ensure_kafka_installed
+from podsched_devstack.kafka import DevstackError, KafkaBroker
 from podsched_devstack.services import ServiceStack, StackSettings
-
-
-@pytest.fixture(scope="session")
-def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
-    broker = KafkaBroker(tmp_path_factory.mktemp("kafka-services"))
-    problem = None
-    try:
-        ensure_kafka_installed()
-        broker.start(timeout=120)
-    except DevstackError as error:
-        problem = str(error)
-    if problem is not None:
-        pytest.fail(problem, pytrace=False)
-    try:
-        yield broker
-    finally:
-        broker.stop()
 
 
 def new_stack(kafka: KafkaBroker, run_dir: Path, **settings: Any) -> ServiceStack:
