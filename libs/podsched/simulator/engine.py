@@ -183,9 +183,10 @@ class Simulator:
         FailedScheduling event, and back to the queue."""
         post_filter = result.post_filter
         nominated = post_filter.nominated_node_name if post_filter is not None else ""
-        if post_filter is not None and nominated:
-            log.victims = [f"{v.namespace}/{v.name}" for v in post_filter.victims]
-            log.nominated = nominated
+        victims = post_filter.victims if post_filter is not None and nominated else []
+        to_clear = post_filter.lower_priority_nominated_pods if post_filter is not None and nominated else []
+        log.victims = [f"{v.namespace}/{v.name}" for v in victims]
+        log.nominated = nominated
         message = result.message
         log.message = message
         record_scheduling_failure(
@@ -193,8 +194,8 @@ class Simulator:
             pod.uid,
             message,
             nominated,
-            [v.uid for v in post_filter.victims] if post_filter is not None and nominated else (),
-            [p.uid for p in post_filter.lower_priority_nominated_pods] if post_filter is not None and nominated else (),
+            [v.uid for v in victims],
+            [p.uid for p in to_clear],
             clear_own_nomination=post_filter is not None and not nominated,
         )
         fresh = self.queue.info(pod.uid)
