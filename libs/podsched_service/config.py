@@ -18,6 +18,11 @@ DEFAULT_QUEUE_ADDRESS = "127.0.0.1:50051"  # the public API; the CLI's default -
 DEFAULT_FILTER_ADDRESS = "127.0.0.1:50052"
 DEFAULT_PREEMPTION_ADDRESS = "127.0.0.1:50053"
 DEFAULT_BINDER_ADDRESS = "127.0.0.1:50054"
+# Prometheus /metrics endpoints (HTTP), one per service.
+DEFAULT_QUEUE_METRICS = "127.0.0.1:9451"
+DEFAULT_FILTER_METRICS = "127.0.0.1:9452"
+DEFAULT_PREEMPTION_METRICS = "127.0.0.1:9453"
+DEFAULT_BINDER_METRICS = "127.0.0.1:9454"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -32,6 +37,15 @@ class CommonConfig:
     scheduler_config: str = ""
     # Seconds a stopping service lets in-flight RPCs finish after SIGTERM.
     shutdown_grace_seconds: float = 5.0
+    # OTLP/gRPC endpoint traces are exported to (Jaeger: http://127.0.0.1:4317); empty turns tracing off.
+    otlp_endpoint: str = ""
+    # Fraction of new traces (pods) recorded; a trace started upstream keeps its caller's decision.
+    trace_sample_ratio: float = 1.0
+    # host:port of the Prometheus text endpoint (GET /metrics); empty turns it off. Each service
+    # redeclares the field with its own default port.
+    metrics_address: str = ""
+    # "json": one JSON object per line with trace_id/span_id (for log pipelines); "text": for humans.
+    log_format: str = "json"
 
 
 ConfigT = TypeVar("ConfigT")

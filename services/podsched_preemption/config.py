@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from podsched_service.config import DEFAULT_PREEMPTION_ADDRESS, CommonConfig
+from podsched_service.config import DEFAULT_PREEMPTION_ADDRESS, DEFAULT_PREEMPTION_METRICS, CommonConfig
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PreemptionConfig(CommonConfig):
     # gRPC listen address of the Preemption service.
     listen_address: str = DEFAULT_PREEMPTION_ADDRESS
+    # Prometheus metrics: GET http://<metrics_address>/metrics.
+    metrics_address: str = DEFAULT_PREEMPTION_METRICS
     # Worker processes that run SelectVictimsOnNode over shards of the candidate nodes.
     workers: int = os.cpu_count() or 1
