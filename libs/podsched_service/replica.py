@@ -13,14 +13,24 @@ import logging
 from collections.abc import Callable
 
 from aiokafka import ConsumerRecord
+from prometheus_client import Counter, Gauge
 
 from podsched.cluster import events as ev
 from podsched.cluster.state import Cluster
 from podsched_proto.events.v1 import events_pb2
 from podsched_service.codec import decode_change, event_from_proto, topics
 from podsched_service.kafka_log import LogReader
+from podsched_service.telemetry import process_span, tracing_enabled
 
 log = logging.getLogger(__name__)
+
+CONSUMER_LAG = Gauge(
+    "podsched_kafka_consumer_lag_records",
+    "Committed records on the topic this replica has not applied yet (last stable offset - position).",
+    ["topic"],
+)
+RECORDS_APPLIED = Counter("podsched_kafka_records_consumed_total", "Records this replica applied.", ["topic"])
+RESOURCE_VERSION = Gauge("podsched_replica_resource_version", "The last resource version this replica applied.")
 
 
 class Replica:
@@ -59,9 +69,19 @@ class Replica:
             batches = await consumer.getmany(timeout_ms=1000)
             if not batches:
                 continue
-            for records in batches.values():
+            traced = tracing_enabled()
+            for partition, records in batches.items():
                 for record in records:
-                    self._apply(record)
+                    if traced and record.headers:
+                        with process_span(record):  # the handling (and the listeners it runs) joins the writer's trace
+                            self._apply(record)
+                    else:
+                        self._apply(record)
+                RECORDS_APPLIED.labels(partition.topic).inc(len(records))
+                stable = consumer.last_stable_offset(partition)
+                if stable is not None:
+                    CONSUMER_LAG.labels(partition.topic).set(max(0, stable - await consumer.position(partition)))
+            RESOURCE_VERSION.set(self.version)
             for callback in self.on_applied:
                 callback()
             async with self._progress:
@@ -89,9 +109,7 @@ class Replica:
             return
         async with asyncio.timeout(timeout):
             async with self._progress:
-                await self._progress.wait_for(
-                    lambda: self.version >= version and self.event_sequence >= event_sequence
-                )
+                await self._progress.wait_for(lambda: self.version >= version and self.event_sequence >= event_sequence)
 
     async def stop(self) -> None:
         if self._task is not None:

@@ -20,6 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
+from podsched_service import telemetry
 from podsched_service.config import load_config
 
 log = logging.getLogger(__name__)
@@ -32,24 +33,23 @@ SERVER_OPTIONS = [
 CHANNEL_OPTIONS = SERVER_OPTIONS
 
 
-def configure_logging(service: str) -> None:
-    logging.basicConfig(
-        stream=sys.stderr,
-        level=logging.INFO,
-        format=f"%(asctime)s {service} %(levelname)s %(name)s: %(message)s",
-    )
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
-
-
 Lifecycle = Callable[[], Awaitable[None]]
 # Registers a service's servicers on the server; returns (its full gRPC service name, start, stop).
 Build = Callable[[Any, grpc.aio.Server], tuple[str, Lifecycle, Lifecycle]]
 
 
 def run_service(name: str, config_class: type, build: Build) -> None:
-    """`python -m podsched_<service>`: configuration from PODSCHED_*, then serve until SIGTERM."""
-    configure_logging(name)
-    config = load_config(config_class)
+    """`python -m podsched_<service>`: configuration from PODSCHED_*, telemetry (logs, traces,
+    metrics endpoint), then serve until SIGTERM."""
+    try:
+        config = load_config(config_class)
+        telemetry.configure_logging(name, config.log_format)
+    except ValueError as error:
+        sys.exit(f"{name}: {error}")
+    shutdown_tracing = telemetry.setup_tracing(name, config.otlp_endpoint, config.trace_sample_ratio)
+    telemetry.start_metrics_server(config.metrics_address)
+    if config.metrics_address:
+        log.info("%s metrics on http://%s/metrics", name, config.metrics_address)
 
     async def serve() -> None:
         host = ServiceHost(name, config.listen_address, config.shutdown_grace_seconds)
@@ -57,7 +57,10 @@ def run_service(name: str, config_class: type, build: Build) -> None:
         host.add_service_names([service_name])
         await host.run(start, stop)
 
-    asyncio.run(serve())
+    try:
+        asyncio.run(serve())
+    finally:
+        shutdown_tracing()  # export what the last requests recorded
 
 
 class ServiceHost:
@@ -67,7 +70,7 @@ class ServiceHost:
         self.name = name
         self.listen_address = listen_address
         self.grace = grace
-        self.server = grpc.aio.server(options=SERVER_OPTIONS)
+        self.server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=telemetry.server_interceptors(name))
         self.health = HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self.service_names: list[str] = []
@@ -108,4 +111,3 @@ class ServiceHost:
             await self.server.stop(self.grace)
             await stop()
             log.info("%s stopped", self.name)
-

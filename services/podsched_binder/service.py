@@ -22,13 +22,19 @@ from typing import Any
 
 import grpc
 from aiokafka import AIOKafkaProducer
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, StatusCode
+from prometheus_client import Counter, Histogram
 
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
+from podsched.api.types import KIND_POD
 from podsched.cluster import events as ev
 from podsched.cluster.failure import record_scheduling_failure
-from podsched.cluster.state import BindError, Change, Cluster
+from podsched.cluster.state import DELETED, BindError, Change, Cluster
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
+from podsched_service import telemetry
 from podsched_service.codec import (
     change_record,
     event_record,
@@ -44,6 +50,26 @@ from .config import BinderConfig
 log = logging.getLogger(__name__)
 WRITER = "podsched-binder"
 
+BINDS = Counter("podsched_binds_total", "Bind requests the binder applied, by result (bound / refused).", ["result"])
+TRANSACTIONS = Counter("podsched_kafka_transactions_total", "Kafka transactions the binder ran.", ["result"])
+RECORDS_PRODUCED = Counter("podsched_kafka_records_produced_total", "Records the binder committed.", ["topic"])
+COMMIT_SECONDS = Histogram(
+    "podsched_kafka_commit_duration_seconds",
+    "Time from the first send of a batch to its committed transaction.",
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+)
+BATCH_OPERATIONS = Histogram(
+    "podsched_binder_batch_operations",
+    "RPC operations applied in one batch (one transaction).",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+)
+EVENTS = Counter("podsched_events_total", "Events the binder recorded, by type and reason.", ["type", "reason"])
+# Decisions the binder logs one line each for (the queue logs Scheduled and FailedScheduling).
+LOGGED_REASONS = frozenset({ev.PREEMPTED, ev.NOMINATED, ev.NOMINATION_CLEARED, ev.KILLING, ev.DELETED})
+
+# A record waiting for the batch's transaction: (topic, key, value, the trace context it belongs to).
+PendingRecord = tuple[str, bytes, bytes, otel_context.Context]
+
 
 @dataclass
 class Operation:
@@ -51,6 +77,8 @@ class Operation:
 
     apply: Callable[[Cluster], Any]
     done: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    # The submitting RPC's trace context: the operation's spans and records join its trace.
+    context: otel_context.Context = field(default_factory=otel_context.get_current)
 
 
 class Binder:
@@ -61,7 +89,12 @@ class Binder:
         self.cluster.listeners.append(self._on_change)
         self.cluster.event_listeners.append(self._on_event)
         self._recording = False
-        self._records: list[tuple[str, bytes, bytes]] = []
+        self._records: list[PendingRecord] = []
+        # Trace context of each victim's eviction, so its removal after the grace period (a later
+        # batch, started by the timer) is part of the preemptor's trace.
+        self._eviction_contexts: dict[str, otel_context.Context] = {}
+        # This batch's "terminate" spans, by pod uid: the removal's records and events go under them.
+        self._termination_contexts: dict[str, otel_context.Context] = {}
         self._operations: asyncio.Queue[Operation] = asyncio.Queue()
         self._wake_timer = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -71,14 +104,56 @@ class Binder:
     # --- change capture ------------------------------------------------------------------------
 
     def _on_change(self, change: Change) -> None:
-        if self._recording:
-            key, value = change_record(change, WRITER, time.time())
-            self._records.append((self.objects_topic, key, value))
+        if not self._recording:
+            return
+        key, value = change_record(change, WRITER, time.time())
+        context = otel_context.get_current()
+        if telemetry.tracing_enabled() and change.kind == KIND_POD:
+            context = self._trace_pod_change(change, context)
+        self._records.append((self.objects_topic, key, value, context))
+
+    def _trace_pod_change(self, change: Change, context: otel_context.Context) -> otel_context.Context:
+        """Remember where an eviction happened; give a removal after the grace period a
+        "terminate" span in the evicting trace. Returns the context the change's record belongs to."""
+        old, new = change.old, change.new
+        if new is not None and new.metadata.deletion_timestamp and (old is None or not old.metadata.deletion_timestamp):
+            self._eviction_contexts[new.uid] = context
+        if change.type == DELETED and old is not None:
+            evicted_in = self._eviction_contexts.pop(old.uid, None)
+            if evicted_in is not None:
+                span = telemetry.tracer().start_span(
+                    "terminate pod",
+                    context=evicted_in,
+                    attributes={**telemetry.pod_attributes(old), "k8s.node.name": old.spec.node_name},
+                )
+                span.end()
+                context = trace.set_span_in_context(span)
+                self._termination_contexts[old.uid] = context
+        return context
 
     def _on_event(self, event: ev.Event) -> None:
-        if self._recording:
-            key, value = event_record(event)
-            self._records.append((self.events_topic, key, value))
+        if not self._recording:
+            return
+        EVENTS.labels(event.type, event.reason).inc()
+        context = self._termination_contexts.get(event.involved_object.uid) or otel_context.get_current()
+        if event.reason in LOGGED_REASONS:
+            token = otel_context.attach(context)
+            try:
+                obj = event.involved_object
+                telemetry.decision(
+                    log,
+                    "%s %s/%s: %s",
+                    event.reason,
+                    obj.namespace,
+                    obj.name,
+                    event.message,
+                    decision=event.reason,
+                    pod=f"{obj.namespace}/{obj.name}",
+                )
+            finally:
+                otel_context.detach(token)
+        key, value = event_record(event)
+        self._records.append((self.events_topic, key, value, context))
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -148,16 +223,21 @@ class Binder:
 
     async def _run_batch(self, batch: list[Operation]) -> None:
         outcomes: list[tuple[bool, Any]] = []
+        BATCH_OPERATIONS.observe(len(batch))
         self._recording = True
         try:
             for operation in batch:
+                token = otel_context.attach(operation.context)
                 try:
                     outcomes.append((True, operation.apply(self.cluster)))
                 except (ApiError, BindError) as error:  # refused: changed nothing
                     outcomes.append((False, error))
+                finally:
+                    otel_context.detach(token)
             self.cluster.refresh_pdb_status()
         finally:
             self._recording = False
+            self._termination_contexts.clear()
         records, self._records = self._records, []
         if records:
             try:
@@ -181,12 +261,48 @@ class Binder:
             else:
                 operation.done.set_exception(value)
 
-    async def _commit(self, records: list[tuple[str, bytes, bytes]]) -> None:
+    async def _commit(self, records: list[PendingRecord]) -> None:
         producer = self.producer
         assert producer is not None
-        async with producer.transaction():
-            futures = [await producer.send(topic, value=value, key=key) for topic, key, value in records]
-            await asyncio.gather(*futures)
+        spans, headers = self._send_spans(records)
+        began = time.perf_counter()
+        try:
+            async with producer.transaction():
+                futures = [
+                    await producer.send(topic, value=value, key=key, headers=record_headers)
+                    for (topic, key, value, _), record_headers in zip(records, headers, strict=True)
+                ]
+                await asyncio.gather(*futures)
+        except BaseException as error:
+            TRANSACTIONS.labels("aborted").inc()
+            for span in spans:
+                span.set_status(StatusCode.ERROR, f"transaction not committed: {error}")
+                span.end()
+            raise
+        TRANSACTIONS.labels("committed").inc()
+        COMMIT_SECONDS.observe(time.perf_counter() - began)
+        for topic, *_ in records:
+            RECORDS_PRODUCED.labels(topic).inc()
+        for span in spans:
+            span.end()
+
+    def _send_spans(self, records: list[PendingRecord]) -> tuple[list[Span], list[list[tuple[str, bytes]] | None]]:
+        """One PRODUCER span per (trace context, topic) in the batch; each record carries its span's
+        context in its headers, so consumers continue the trace of the write that made it."""
+        if not telemetry.tracing_enabled():
+            return [], [None] * len(records)
+        by_group: dict[tuple[int, str], tuple[Span, list[tuple[str, bytes]]]] = {}
+        counts: dict[tuple[int, str], int] = {}
+        for topic, _, _, context in records:
+            counts[(id(context), topic)] = counts.get((id(context), topic), 0) + 1
+        headers: list[list[tuple[str, bytes]] | None] = []
+        for topic, _, _, context in records:
+            group = (id(context), topic)
+            if group not in by_group:
+                span = telemetry.start_send_span(topic, counts[group], context)
+                by_group[group] = (span, telemetry.headers_for(span))
+            headers.append(list(by_group[group][1]))
+        return [span for span, _ in by_group.values()], headers
 
     async def _termination_timer(self) -> None:
         """The node agent's clock: remove terminating pods when their grace period ends."""
@@ -249,29 +365,59 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         def bind_all(cluster: Cluster) -> list[binder_pb2.BindResult]:
             results = []
             for pod_uid, node_name in bindings:
-                try:
-                    cluster.bind(pod_uid, node_name)
-                    results.append(binder_pb2.BindResult(pod_uid=pod_uid, bound=True))
-                except BindError as error:
-                    results.append(
-                        binder_pb2.BindResult(pod_uid=pod_uid, bound=False, reason=error.reason, message=error.message)
-                    )
+                with telemetry.tracer().start_as_current_span("bind pod") as span:
+                    pod = cluster.pods_by_uid.get(pod_uid)
+                    if pod is not None:
+                        span.set_attributes(telemetry.pod_attributes(pod))
+                    span.set_attribute("k8s.node.name", node_name)
+                    try:
+                        cluster.bind(pod_uid, node_name)
+                        results.append(binder_pb2.BindResult(pod_uid=pod_uid, bound=True))
+                        BINDS.labels("bound").inc()
+                    except BindError as error:
+                        span.set_status(StatusCode.ERROR, error.message)
+                        span.set_attribute("podsched.bind.refused", error.reason)
+                        BINDS.labels("refused").inc()
+                        results.append(
+                            binder_pb2.BindResult(
+                                pod_uid=pod_uid, bound=False, reason=error.reason, message=error.message
+                            )
+                        )
             return results
 
         results, (version, sequence) = await self._run(context, bind_all)
         return binder_pb2.BindResponse(results=results, resource_version=version, event_sequence=sequence)
 
     async def RecordFailure(self, request: binder_pb2.RecordFailureRequest, context: grpc.aio.ServicerContext) -> Any:
-        _, (version, sequence) = await self._run(
-            context,
-            lambda cluster: record_scheduling_failure(
-                cluster,
-                request.pod_uid,
-                request.message,
-                request.nominated_node_name,
-                list(request.victim_uids),
-                list(request.clear_nomination_uids),
-                request.clear_own_nomination,
-            ),
-        )
+        def record(cluster: Cluster) -> None:
+            # Evictions, nomination changes and the FailedScheduling event in one span, so a trace
+            # shows what the binder actually changed (victims already gone are skipped).
+            with telemetry.tracer().start_as_current_span("record scheduling failure") as span:
+                pod = cluster.pods_by_uid.get(request.pod_uid)
+                if pod is not None:
+                    span.set_attributes(telemetry.pod_attributes(pod))
+                victims = [
+                    f"{victim.namespace}/{victim.name}"
+                    for uid in request.victim_uids
+                    if (victim := cluster.pods_by_uid.get(uid)) is not None
+                ]
+                span.set_attributes(
+                    {
+                        "podsched.nominated_node": request.nominated_node_name,
+                        "podsched.victims": victims,
+                        "podsched.nominations_cleared": len(request.clear_nomination_uids)
+                        + int(request.clear_own_nomination),
+                    }
+                )
+                record_scheduling_failure(
+                    cluster,
+                    request.pod_uid,
+                    request.message,
+                    request.nominated_node_name,
+                    list(request.victim_uids),
+                    list(request.clear_nomination_uids),
+                    request.clear_own_nomination,
+                )
+
+        _, (version, sequence) = await self._run(context, record)
         return binder_pb2.RecordFailureResponse(resource_version=version, event_sequence=sequence)

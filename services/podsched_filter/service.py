@@ -13,12 +13,14 @@ from dataclasses import replace
 from typing import Any
 
 import grpc
+from opentelemetry import trace
 
 from podsched.api.types import Pod
 from podsched.cluster.state import MODIFIED
 from podsched.fastpath import build_fast_algorithm
 from podsched.scheduler.schedule_one import CycleResult
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
+from podsched_service import telemetry
 from podsched_service.codec import status_groups
 from podsched_service.scheduling import ClusterCopy, PodLookupError, load_scheduler_config, pod_to_place
 
@@ -73,6 +75,8 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
                     pod, cluster.snapshot(), cluster.pdb_list(), self.copy.nominator, time.time()
                 )
                 placements.append(placement(ref.uid, result, len(cluster.node_infos)))
+                if len(request.pods) == 1:
+                    _describe_on_span(pod, placements[-1])
                 if not result.node_name:
                     break
                 if len(request.pods) > 1 and not ref.pod_json:
@@ -85,6 +89,25 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
             if request.dry_run:
                 self.algorithm.next_start_node_index = start_index
         return filter_pb2.FindNodesResponse(placements=placements, resource_version=replica.version)
+
+
+def _describe_on_span(pod: Pod, found: filter_pb2.Placement) -> None:
+    """What the FindNodes span needs to explain a single pod's Filter/Score outcome."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    span.set_attributes(telemetry.pod_attributes(pod))
+    span.set_attributes(
+        {
+            "podsched.feasible_nodes": found.feasible_nodes,
+            "podsched.evaluated_nodes": found.evaluated_nodes,
+            "podsched.all_nodes": found.num_all_nodes,
+        }
+    )
+    if found.node_name:
+        span.set_attribute("k8s.node.name", found.node_name)
+    else:
+        span.set_attribute("podsched.message", found.message or found.error)
 
 
 def placement(uid: str, result: CycleResult, num_all_nodes: int) -> filter_pb2.Placement:

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import grpc
+from opentelemetry import trace
+from prometheus_client import Counter, Histogram
 
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo
@@ -23,6 +25,7 @@ from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims
 from podsched.scheduler.fit_error import FitError
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
+from podsched_service import telemetry
 from podsched_service.codec import node_to_status, reference
 from podsched_service.scheduling import ClusterCopy, PodLookupError, load_scheduler_config, pod_to_place
 
@@ -30,6 +33,15 @@ from .config import PreemptionConfig
 from .workers import WorkerPool, WorkerSettings
 
 log = logging.getLogger(__name__)
+
+# kube-scheduler's names, help texts and buckets.
+PREEMPTION_ATTEMPTS = Counter("scheduler_preemption_attempts", "Total preemption attempts in the cluster till now")
+PREEMPTION_VICTIMS = Histogram(
+    "scheduler_preemption_victims",
+    "Number of selected preemption victims",
+    # kube-scheduler: "we think #victims>64 is pretty rare, therefore [64, +Inf) is considered a single bucket."
+    buckets=[1, 2, 4, 8, 16, 32, 64],
+)
 
 
 class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
@@ -42,7 +54,14 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         if config.workers > 0:
             self.pool = WorkerPool(
                 config.workers,
-                WorkerSettings(config.kafka_bootstrap_servers, config.topic_prefix, config.scheduler_config),
+                WorkerSettings(
+                    config.kafka_bootstrap_servers,
+                    config.topic_prefix,
+                    config.scheduler_config,
+                    config.otlp_endpoint,
+                    config.trace_sample_ratio,
+                    config.log_format,
+                ),
             )
 
     async def start(self) -> None:
@@ -103,6 +122,9 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         fit_error = FitError(filtered.num_all_nodes, diagnosis, filtered.pre_filter_message)
         if outcome.status.code == Code.ERROR or outcome.status.message:
             fit_error.post_filter_msg = "preemption: " + outcome.status.message
+        dry_run = bool(request.pod.pod_json)  # an API dry run: not a scheduling attempt, not counted
+        if not dry_run:
+            PREEMPTION_ATTEMPTS.inc()
         response = preemption_pb2.PostFilterResponse(
             message=fit_error.message(), candidates=len(outcome.candidates), resource_version=version
         )
@@ -115,5 +137,40 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             response.pdb_violations = chosen.num_pdb_violations if chosen is not None else 0
         elif result is not None:
             response.clear_own_nomination = True
+        if response.nominated_node_name and not dry_run:
+            PREEMPTION_VICTIMS.observe(len(response.victims))
+        self._explain(pod, response, dry_run)
         return response
 
+    def _explain(self, pod: Any, response: preemption_pb2.PostFilterResponse, dry_run: bool) -> None:
+        """The decision on the PostFilter span and as one log line."""
+        victims = [f"{v.namespace}/{v.name}" for v in response.victims]
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.set_attributes(telemetry.pod_attributes(pod))
+            span.set_attributes(
+                {
+                    "podsched.candidates": response.candidates,
+                    "podsched.nominated_node": response.nominated_node_name,
+                    "podsched.victims": victims,
+                    "podsched.pdb_violations": response.pdb_violations,
+                    "podsched.dry_run": dry_run,
+                    "podsched.message": response.message,
+                }
+            )
+        telemetry.decision(
+            log,
+            "preemption for %s/%s: %s",
+            pod.namespace,
+            pod.name,
+            f"node {response.nominated_node_name}, victims {', '.join(victims)}"
+            if response.nominated_node_name
+            else "no candidate",
+            decision="Preemption",
+            pod=f"{pod.namespace}/{pod.name}",
+            candidates=response.candidates,
+            node=response.nominated_node_name,
+            victims=victims,
+            pdb_violations=response.pdb_violations,
+            dry_run=dry_run,
+        )

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from opentelemetry import propagate
+
 from podsched.cluster.state import Cluster
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo
@@ -25,6 +27,7 @@ from podsched.plugins.registry import build_framework
 from podsched.preemption.sharding import run_shard
 from podsched.preemption.victims import NodeVictims
 from podsched_proto.filter.v1 import filter_pb2
+from podsched_service import telemetry
 from podsched_service.scheduling import ClusterCopy, load_scheduler_config, pod_to_place
 
 log = logging.getLogger(__name__)
@@ -38,6 +41,9 @@ class WorkerSettings:
     bootstrap: str
     prefix: str
     scheduler_config: str
+    otlp_endpoint: str = ""
+    trace_sample_ratio: float = 1.0
+    log_format: str = "json"
 
 
 # One node's outcome on the wire: (node, victim uids, PDB violations, status or None).
@@ -45,13 +51,18 @@ WireOutcome = tuple[str, list[str], int, tuple[int, list[str], str] | None]
 
 
 def _worker_main(settings: dict[str, Any], conn: multiprocessing.connection.Connection, index: int) -> None:
-    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s podsched-preemption-worker-{index} %(message)s")
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_worker(WorkerSettings(**settings), conn))
+    parsed = WorkerSettings(**settings)
+    telemetry.configure_logging(f"podsched-preemption-worker-{index}", parsed.log_format)
+    # The workers' spans belong to the preemption service: same service.name as the coordinator.
+    shutdown_tracing = telemetry.setup_tracing("podsched-preemption", parsed.otlp_endpoint, parsed.trace_sample_ratio)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(_serve_worker(parsed, conn, index))
+    finally:
+        shutdown_tracing()
 
 
-async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connection.Connection) -> None:
+async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connection.Connection, index: int) -> None:
     copy = ClusterCopy(settings.bootstrap, settings.prefix)
     framework = build_framework(load_scheduler_config(settings.scheduler_config), copy.nominator)
     await copy.replica.start()
@@ -70,14 +81,21 @@ async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connecti
         request = await requests.get()
         if request is None:
             return
-        request_id, pod_uid, pod_json, node_names, min_version, now, wanted = request
-        try:
-            await copy.replica.wait_for(min_version)
-            outcomes = _run(copy.cluster, framework, pod_uid, pod_json, node_names, now, wanted)
-            conn.send((request_id, "ok", outcomes))
-        except Exception as error:  # report, keep serving: the coordinator fails the RPC
-            log.exception("shard failed")
-            conn.send((request_id, "error", f"{type(error).__name__}: {error}"))
+        request_id, pod_uid, pod_json, node_names, min_version, now, wanted, trace_carrier = request
+        with telemetry.tracer().start_as_current_span(
+            "SelectVictimsOnNode shard",
+            context=propagate.extract(trace_carrier) if trace_carrier else None,
+            attributes={"podsched.worker": index, "podsched.shard_nodes": len(node_names), "k8s.pod.uid": pod_uid},
+        ) as span:
+            try:
+                await copy.replica.wait_for(min_version)
+                outcomes = _run(copy.cluster, framework, pod_uid, pod_json, node_names, now, wanted)
+                span.set_attribute("podsched.candidates", sum(1 for outcome in outcomes if outcome[3] is None))
+                conn.send((request_id, "ok", outcomes))
+            except Exception as error:  # report, keep serving: the coordinator fails the RPC
+                log.exception("shard failed")
+                span.record_exception(error)
+                conn.send((request_id, "error", f"{type(error).__name__}: {error}"))
 
 
 def _run(
@@ -147,8 +165,11 @@ class WorkerPool:
         """Blocking: the coordinator's PostFilter is one synchronous Evaluator.preempt call."""
         request_id = next(self._request_ids)
         used = self.connections[: len(shards)]
+        carrier: dict[str, str] = {}
+        if telemetry.tracing_enabled():
+            propagate.inject(carrier)  # each worker's span joins the PostFilter's trace
         for conn, shard in zip(used, shards, strict=True):
-            conn.send((request_id, pod_uid, pod_json, [info.name for info in shard], min_version, now, wanted))
+            conn.send((request_id, pod_uid, pod_json, [info.name for info in shard], min_version, now, wanted, carrier))
         results: list[list[NodeVictims]] = []
         for index, conn in enumerate(used):
             while True:  # skip late answers to an earlier request that timed out
@@ -177,4 +198,3 @@ def _outcome(item: WireOutcome, pods_by_uid: dict[str, Any]) -> NodeVictims:
     return NodeVictims(
         node_name, victims, violations, None if status is None else Status(Code(status[0]), status[1], status[2])
     )
-

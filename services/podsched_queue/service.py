@@ -20,6 +20,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, StatusCode
+from prometheus_client import Counter, Gauge, Histogram
 
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
@@ -27,7 +31,7 @@ from podsched.api.resources import RESOURCE_TYPES, ResourceType, find_resource_t
 from podsched.api.types import KIND_NODE, KIND_POD, KIND_PRIORITY_CLASS, ApiObject, Pod
 from podsched.cluster import events as ev
 from podsched.cluster.dry_run import admit_without_storing
-from podsched.cluster.state import ADDED, Change, Cluster
+from podsched.cluster.state import ADDED, DELETED, Change, Cluster
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
@@ -35,6 +39,7 @@ from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
+from podsched_service import telemetry
 from podsched_service.codec import change_message, event_to_proto, status_code, to_json
 from podsched_service.replica import Replica
 from podsched_service.scheduling import DRY_RUN_UID, load_scheduler_config
@@ -48,6 +53,28 @@ ALL_KINDS = frozenset(resource.kind for resource in RESOURCE_TYPES)
 RPC_TIMEOUT = 60.0
 WATCH_WRITER = ""  # Watch items are rebuilt from the replica, which does not keep the record's writer
 LEFTOVER_FLUSH_INTERVAL = 30.0  # upstream flushes unschedulable pods older than 5 minutes every 30 s
+PROFILE = "default-scheduler"
+
+# kube-scheduler's own metric names, labels and buckets.
+SCHEDULE_ATTEMPTS = Counter(
+    "scheduler_schedule_attempts_total",
+    "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, "
+    "while 'error' means an internal scheduler problem.",
+    ["result", "profile"],
+)
+ATTEMPT_DURATION = Histogram(
+    "scheduler_scheduling_attempt_duration_seconds",
+    "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+    ["result", "profile"],
+    buckets=[0.001 * 2**i for i in range(15)],
+)
+PENDING_PODS = Gauge(
+    "scheduler_pending_pods",
+    "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means "
+    "number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods.",
+    ["queue"],
+)
+QUEUE_LABELS = {sq.ACTIVE: "active", sq.BACKOFF: "backoff", sq.UNSCHEDULABLE: "unschedulable"}
 
 
 class QueueService:
@@ -66,7 +93,7 @@ class QueueService:
         self.known_version = 0
         self.known_event_sequence = -1
         self.channels = [
-            grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS, interceptors=telemetry.client_interceptors())
             for address in (config.filter_address, config.preemption_address, config.binder_address)
         ]
         self.filter = filter_pb2_grpc.FilterStub(self.channels[0])
@@ -77,6 +104,22 @@ class QueueService:
         self.cluster.listeners.append(self._publish_change)
         self.cluster.event_listeners.append(self._publish_event)
         self.cycles = 0
+        # Each pod's trace: the context its creation arrived in (the consumer span of the record that
+        # added it), so every scheduling attempt of the pod joins the trace its apply started.
+        self.pod_contexts: dict[str, otel_context.Context] = {}
+        if telemetry.tracing_enabled():
+            self.cluster.listeners.append(self._remember_pod_context)
+        for queue_name, label in QUEUE_LABELS.items():
+            PENDING_PODS.labels(label).set_function(lambda name=queue_name: self.queue.pending_counts()[name])
+
+    def _remember_pod_context(self, change: Change) -> None:
+        if change.kind != KIND_POD:
+            return
+        if change.type == ADDED and change.new is not None:
+            if trace.get_current_span().get_span_context().is_valid:
+                self.pod_contexts[change.new.uid] = otel_context.get_current()
+        elif change.type == DELETED and change.old is not None:
+            self.pod_contexts.pop(change.old.uid, None)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -146,6 +189,21 @@ class QueueService:
             self.queue.done(info.pod.uid)
             return
         self.cycles += 1
+        began = time.perf_counter()
+        result = "error"
+        with telemetry.tracer().start_as_current_span(
+            "scheduling attempt", context=self.pod_contexts.get(pod.uid), attributes=telemetry.pod_attributes(pod)
+        ) as span:
+            span.set_attribute("podsched.attempt", info.attempts)
+            try:
+                result = await self._attempt(info, pod, span)
+            finally:
+                span.set_attribute("podsched.result", result)
+                SCHEDULE_ATTEMPTS.labels(result, PROFILE).inc()
+                ATTEMPT_DURATION.labels(result, PROFILE).observe(time.perf_counter() - began)
+
+    async def _attempt(self, info: sq.QueuedPodInfo, pod: Pod, span: Span) -> str:
+        """One scheduling cycle; returns kube-scheduler's result label (scheduled, unschedulable, error)."""
         found = await self.filter.FindNodes(
             filter_pb2.FindNodesRequest(
                 pods=[filter_pb2.PodToPlace(uid=pod.uid)], min_resource_version=self.view_version
@@ -153,7 +211,11 @@ class QueueService:
             timeout=RPC_TIMEOUT,
         )
         placement = found.placements[0]
+        span.set_attributes(
+            {"podsched.feasible_nodes": placement.feasible_nodes, "podsched.evaluated_nodes": placement.evaluated_nodes}
+        )
         if placement.node_name:
+            span.set_attribute("k8s.node.name", placement.node_name)
             bound = await self.binder.Bind(
                 binder_pb2.BindRequest(bindings=[binder_pb2.Binding(pod_uid=pod.uid, node_name=placement.node_name)]),
                 timeout=RPC_TIMEOUT,
@@ -161,30 +223,59 @@ class QueueService:
             self.saw(bound.resource_version, bound.event_sequence)
             result = bound.results[0]
             if result.bound:
-                log.info("bound %s/%s to %s", pod.namespace, pod.name, placement.node_name)
-                return
+                telemetry.decision(
+                    log,
+                    "Scheduled %s/%s to %s",
+                    pod.namespace,
+                    pod.name,
+                    placement.node_name,
+                    decision=ev.SCHEDULED,
+                    pod=f"{pod.namespace}/{pod.name}",
+                    node=placement.node_name,
+                    attempt=info.attempts,
+                )
+                return "scheduled"
             await self._record_failure(info, pod, result.message, error=True)
-            return
+            return "error"
         if placement.error:
             await self._record_failure(info, pod, placement.error, error=True)
-            return
+            return "error"
+        span.set_attribute("podsched.message", placement.message)
         if not self.scheduler_config.preemption_enabled:
             await self._record_failure(info, pod, placement.message, rejectors=set(placement.rejector_plugins))
-            return
+            return "unschedulable"
         decision = await self.preemption.PostFilter(
             preemption_pb2.PostFilterRequest(
                 pod=filter_pb2.PodToPlace(uid=pod.uid), filter_result=placement, min_resource_version=self.view_version
             ),
             timeout=RPC_TIMEOUT,
         )
+        victims = [f"{v.namespace}/{v.name}" for v in decision.victims]
+        span.set_attributes(
+            {
+                "podsched.candidates": decision.candidates,
+                "podsched.nominated_node": decision.nominated_node_name,
+                "podsched.victims": victims,
+                "podsched.pdb_violations": decision.pdb_violations,
+                "podsched.message": decision.message,
+            }
+        )
+        fields = {"decision": ev.FAILED_SCHEDULING, "pod": f"{pod.namespace}/{pod.name}", "attempt": info.attempts}
         if decision.nominated_node_name:
-            log.info(
+            telemetry.decision(
+                log,
                 "%s/%s nominated to %s, preempting %s",
                 pod.namespace,
                 pod.name,
                 decision.nominated_node_name,
-                ", ".join(f"{v.namespace}/{v.name}" for v in decision.victims),
+                ", ".join(victims),
+                **{**fields, "decision": ev.NOMINATED},
+                node=decision.nominated_node_name,
+                victims=victims,
+                pdb_violations=decision.pdb_violations,
             )
+        else:
+            telemetry.decision(log, "FailedScheduling %s/%s: %s", pod.namespace, pod.name, decision.message, **fields)
         await self._record_failure(
             info,
             pod,
@@ -197,6 +288,7 @@ class QueueService:
                 clear_own_nomination=decision.clear_own_nomination,
             ),
         )
+        return "unschedulable"
 
     async def _record_failure(
         self,
@@ -281,8 +373,13 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         try:
             obj = decode_object(document)
             await self._caught_up(context)
-            action, admitted = admit_without_storing(service.cluster, obj)
+            with telemetry.tracer().start_as_current_span("admission") as span:
+                span.set_attributes(_object_attributes(obj))
+                action, admitted = admit_without_storing(service.cluster, obj)
+                if isinstance(admitted, Pod):
+                    span.set_attribute("podsched.pod.priority", admitted.spec.priority or 0)
         except ApiError as error:
+            trace.get_current_span().set_status(StatusCode.ERROR, error.kubectl_message())
             await context.abort(status_code(error), error.kubectl_message())
         if request.dry_run:
             response = api_pb2.ApplyResponse(action=action, object_json=to_json(admitted))
@@ -402,6 +499,12 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
                     yield item
         finally:
             service.watchers.remove(watcher)
+
+
+def _object_attributes(obj: ApiObject) -> dict[str, Any]:
+    if isinstance(obj, Pod):
+        return {"k8s.pod.name": obj.name, "k8s.namespace.name": obj.namespace, "podsched.kind": KIND_POD}
+    return {"podsched.kind": obj.kind, "podsched.name": obj.metadata.name}
 
 
 def objects_of(cluster: Cluster, kind: str) -> list[ApiObject]:

@@ -316,7 +316,8 @@ class SchedulingQueue:
 
     def pending_counts(self) -> dict[str, int]:
         counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0}
-        for where in self._where.values():
+        # A copy first: a metrics scrape reads this from another thread while the loop changes it.
+        for where in list(self._where.values()):
             counts[where] += 1
         return counts
 

@@ -1,0 +1,327 @@
+"""Traces, metrics and logs of one service process.
+
+Tracing: the OpenTelemetry SDK exports over OTLP/gRPC (Jaeger takes it directly). One pod's journey
+is one trace: gRPC calls carry W3C trace context in their metadata (OpenTelemetry's gRPC
+interceptors, RPC semantic conventions), and every Kafka record the binder writes carries it in its
+headers, so a consumer parents its handling on the write that caused it (messaging semantic
+conventions: a PRODUCER "send <topic>" span, CONSUMER "process <topic>" spans). With no endpoint
+configured no provider is installed and every span is OpenTelemetry's no-op: tracing off costs a
+function call, not an export.
+
+Metrics: Prometheus text on GET http://<metrics_address>/metrics (prometheus_client's own HTTP
+server thread), with kube-scheduler's names where kube-scheduler has the metric.
+
+Logs: JSON lines carrying the current trace and span ids, so a log line leads to its trace."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import grpc
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+from opentelemetry.trace import Span, SpanKind
+from prometheus_client import Counter, Histogram, start_http_server
+
+TRACER_NAME = "podsched"
+_enabled = False
+
+
+# --- tracing -------------------------------------------------------------------------------------
+
+
+def setup_tracing(service: str, otlp_endpoint: str, sample_ratio: float = 1.0) -> Callable[[], None]:
+    """Install the process's tracer provider (service.name = `service`); returns the flush-and-close
+    to call at shutdown. An empty endpoint leaves tracing off."""
+    global _enabled
+    if not otlp_endpoint:
+        return lambda: None
+    # Imported here: the exporter pulls in grpc's OTLP stubs, which a process without tracing never needs.
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": service, "service.namespace": "podsched"}),
+        sampler=ParentBased(TraceIdRatioBased(sample_ratio)),
+    )
+    insecure = not otlp_endpoint.startswith("https://")
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=otlp_endpoint, insecure=insecure), schedule_delay_millis=500)
+    )
+    trace.set_tracer_provider(provider)
+    _enabled = True
+
+    def shutdown() -> None:
+        provider.force_flush(5_000)
+        provider.shutdown()
+
+    return shutdown
+
+
+def tracing_enabled() -> bool:
+    return _enabled
+
+
+def tracer() -> trace.Tracer:
+    return trace.get_tracer(TRACER_NAME)
+
+
+def _not_health_or_reflection() -> Any:
+    from opentelemetry.instrumentation.grpc import filters
+
+    return filters.negate(
+        filters.any_of(
+            filters.service_prefix("grpc.health."),
+            filters.service_prefix("grpc.reflection."),
+        )
+    )
+
+
+def server_interceptors(service: str) -> list[grpc.aio.ServerInterceptor]:
+    """Metrics for every RPC, plus an OpenTelemetry SERVER span (parented on the caller's trace
+    context from the metadata) when tracing is on. Health checks and reflection are not traced."""
+    interceptors: list[grpc.aio.ServerInterceptor] = [_ServerMetrics()]
+    if _enabled:
+        from opentelemetry.instrumentation.grpc import aio_server_interceptor
+
+        interceptors.insert(0, aio_server_interceptor(filter_=_not_health_or_reflection()))
+    return interceptors
+
+
+def client_interceptors() -> list[grpc.aio.ClientInterceptor]:
+    """Metrics for every outgoing unary RPC, plus a CLIENT span that injects the trace context into
+    the metadata when tracing is on."""
+    interceptors: list[grpc.aio.ClientInterceptor] = [_ClientMetrics()]
+    if _enabled:
+        from opentelemetry.instrumentation.grpc import aio_client_interceptors
+
+        interceptors = [*aio_client_interceptors(filter_=_not_health_or_reflection()), *interceptors]
+    return interceptors
+
+
+# --- Kafka hops -------------------------------------------------------------------------------------
+
+Headers = list[tuple[str, bytes]]
+
+
+def headers_for(span: Span) -> Headers:
+    """W3C trace context of `span` as Kafka record headers."""
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier, context=trace.set_span_in_context(span))
+    return [(key, value.encode()) for key, value in carrier.items()]
+
+
+def context_from_headers(headers: Sequence[tuple[str, bytes]] | None) -> otel_context.Context | None:
+    if not headers:
+        return None
+    carrier = {key: value.decode(errors="replace") for key, value in headers}
+    if "traceparent" not in carrier:
+        return None
+    return propagate.extract(carrier)
+
+
+def start_send_span(topic: str, record_count: int, parent: otel_context.Context | None) -> Span:
+    """PRODUCER span for records of one write sent to `topic` (ended once the transaction commits)."""
+    return tracer().start_span(
+        f"send {topic}",
+        context=parent,
+        kind=SpanKind.PRODUCER,
+        attributes={
+            "messaging.system": "kafka",
+            "messaging.operation.type": "send",
+            "messaging.operation.name": "send",
+            "messaging.destination.name": topic,
+            "messaging.destination.partition.id": "0",
+            "messaging.batch.message_count": record_count,
+        },
+    )
+
+
+@contextmanager
+def process_span(record: Any) -> Iterator[Span | None]:
+    """CONSUMER span around the handling of one record, parented on the context in its headers;
+    nothing for a record without trace context (or with tracing off)."""
+    parent = context_from_headers(record.headers) if _enabled else None
+    if parent is None:
+        yield None
+        return
+    with tracer().start_as_current_span(
+        f"process {record.topic}",
+        context=parent,
+        kind=SpanKind.CONSUMER,
+        attributes={
+            "messaging.system": "kafka",
+            "messaging.operation.type": "process",
+            "messaging.operation.name": "process",
+            "messaging.destination.name": record.topic,
+            "messaging.destination.partition.id": str(record.partition),
+            "messaging.kafka.offset": record.offset,
+            "messaging.kafka.message.key": (record.key or b"").decode(errors="replace"),
+        },
+    ) as span:
+        yield span
+
+
+def pod_attributes(pod: Any) -> dict[str, Any]:
+    """Who a span is about, in OpenTelemetry's k8s attribute names."""
+    return {
+        "k8s.pod.name": pod.name,
+        "k8s.namespace.name": pod.namespace,
+        "k8s.pod.uid": pod.uid,
+        "podsched.pod.priority": pod.spec.priority or 0,
+    }
+
+
+# --- metrics ---------------------------------------------------------------------------------------
+
+GRPC_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+GRPC_SERVER_HANDLED = Counter(
+    "grpc_server_handled_total",
+    "RPCs completed on the server, by method and status code.",
+    ["grpc_service", "grpc_method", "grpc_code"],
+)
+GRPC_SERVER_SECONDS = Histogram(
+    "grpc_server_handling_seconds",
+    "Time the server took to handle an RPC.",
+    ["grpc_service", "grpc_method"],
+    buckets=GRPC_BUCKETS,
+)
+GRPC_CLIENT_HANDLED = Counter(
+    "grpc_client_handled_total",
+    "RPCs this service made that completed, by method and status code.",
+    ["grpc_service", "grpc_method", "grpc_code"],
+)
+GRPC_CLIENT_SECONDS = Histogram(
+    "grpc_client_handling_seconds",
+    "Round-trip time of RPCs this service made.",
+    ["grpc_service", "grpc_method"],
+    buckets=GRPC_BUCKETS,
+)
+
+
+def _split_method(full: str) -> tuple[str, str]:
+    service, _, method = full.lstrip("/").partition("/")
+    return service, method
+
+
+class _ServerMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    async def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
+        handler = await continuation(details)
+        if handler is None or handler.unary_unary is None:
+            return handler  # streams (Watch) and health checks are counted by neither histogram nor counter
+        service, method = _split_method(details.method)
+        behavior = handler.unary_unary
+
+        async def measured(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            began = time.perf_counter()
+            code = grpc.StatusCode.OK
+            try:
+                return await behavior(request, context)
+            except BaseException:
+                code = context.code() or grpc.StatusCode.UNKNOWN
+                raise
+            finally:
+                code = context.code() or code
+                GRPC_SERVER_HANDLED.labels(service, method, _code_name(code)).inc()
+                GRPC_SERVER_SECONDS.labels(service, method).observe(time.perf_counter() - began)
+
+        return grpc.unary_unary_rpc_method_handler(
+            measured,
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+
+
+class _ClientMetrics(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        method = details.method.decode() if isinstance(details.method, bytes) else details.method
+        service, name = _split_method(method)
+        began = time.perf_counter()
+        call = await continuation(details, request)
+        try:
+            await call
+        finally:
+            code = await call.code()
+            GRPC_CLIENT_HANDLED.labels(service, name, _code_name(code)).inc()
+            GRPC_CLIENT_SECONDS.labels(service, name).observe(time.perf_counter() - began)
+        return call
+
+
+def _code_name(code: grpc.StatusCode | int) -> str:
+    return code.name if isinstance(code, grpc.StatusCode) else str(code)
+
+
+def start_metrics_server(address: str) -> None:
+    """Serve GET /metrics on `address` (host:port) from a daemon thread; empty: no endpoint."""
+    if not address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        start_http_server(int(port), addr=host or "0.0.0.0")
+    except (OSError, ValueError) as error:
+        raise OSError(f"PODSCHED_METRICS_ADDRESS={address}: cannot serve metrics: {error}") from error
+
+
+# --- logs --------------------------------------------------------------------------------------------
+
+# LogRecord attributes that are not worth a JSON field of their own.
+_STANDARD = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+
+
+class JsonLogFormatter(logging.Formatter):
+    """One JSON object per line: time, level, service, logger, message, the current trace_id and
+    span_id (hex, as Jaeger shows them), and any `extra={...}` fields the call passed."""
+
+    def __init__(self, service: str) -> None:
+        super().__init__()
+        self.service = service
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "service": self.service,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid:
+            line["trace_id"] = format(context.trace_id, "032x")
+            line["span_id"] = format(context.span_id, "016x")
+        for key, value in record.__dict__.items():
+            if key not in _STANDARD and not key.startswith("_"):
+                line[key] = value
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
+JsonLogFormatter.converter = time.gmtime  # type: ignore[assignment]
+
+
+def configure_logging(service: str, log_format: str = "json") -> None:
+    if log_format not in ("json", "text"):
+        raise ValueError(f"PODSCHED_LOG_FORMAT: invalid value {log_format!r} (expected json or text)")
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonLogFormatter(service))
+    else:
+        handler.setFormatter(logging.Formatter(f"%(asctime)s {service} %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.INFO)
+    logging.getLogger("aiokafka").setLevel(logging.WARNING)
+
+
+def decision(logger: logging.Logger, message: str, *args: Any, **fields: Any) -> None:
+    """Log one scheduling decision: `fields` become JSON fields (decision=..., pod=..., node=...)."""
+    logger.info(message, *args, extra=fields)
