@@ -32,7 +32,7 @@ from podsched.api.manifests import decode_object
 from podsched.api.types import KIND_POD
 from podsched.cluster import events as ev
 from podsched.cluster.failure import record_scheduling_failure
-from podsched.cluster.state import DELETED, BindError, Change, Cluster
+from podsched.cluster.state import REMOVED, BindError, Change, Cluster
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_service import telemetry
 from podsched_service.codec import (
@@ -118,24 +118,35 @@ class Binder:
         old, new = change.old, change.new
         if new is not None and new.metadata.deletion_timestamp and (old is None or not old.metadata.deletion_timestamp):
             self._eviction_contexts[new.uid] = context
-        if change.type == DELETED and old is not None:
-            evicted_in = self._eviction_contexts.pop(old.uid, None)
-            if evicted_in is not None:
-                span = telemetry.tracer().start_span(
-                    "terminate pod",
-                    context=evicted_in,
-                    attributes={**telemetry.pod_attributes(old), "k8s.node.name": old.spec.node_name},
-                )
-                span.end()
-                context = trace.set_span_in_context(span)
-                self._termination_contexts[old.uid] = context
+        if change.type == REMOVED and old is not None:
+            return self._termination_context(old.uid, old) or context
+        return context
+
+    def _termination_context(self, uid: str, pod: Any) -> otel_context.Context | None:
+        """The "terminate pod" span of an evicted pod removed in this batch (created by whichever of
+        its Deleted event and its removal comes first), or None for a pod nobody evicted."""
+        if uid in self._termination_contexts:
+            return self._termination_contexts[uid]
+        evicted_in = self._eviction_contexts.pop(uid, None)
+        if evicted_in is None:
+            return None
+        attributes = telemetry.pod_attributes(pod) if pod is not None else {"k8s.pod.uid": uid}
+        if pod is not None:
+            attributes["k8s.node.name"] = pod.spec.node_name
+        span = telemetry.tracer().start_span("terminate pod", context=evicted_in, attributes=attributes)
+        span.end()
+        context = trace.set_span_in_context(span, evicted_in)
+        self._termination_contexts[uid] = context
         return context
 
     def _on_event(self, event: ev.Event) -> None:
         if not self._recording:
             return
         EVENTS.labels(event.type, event.reason).inc()
-        context = self._termination_contexts.get(event.involved_object.uid) or otel_context.get_current()
+        uid = event.involved_object.uid
+        context = self._termination_contexts.get(uid) or otel_context.get_current()
+        if event.reason == ev.DELETED and telemetry.tracing_enabled():
+            context = self._termination_context(uid, self.cluster.pods_by_uid.get(uid)) or context
         if event.reason in LOGGED_REASONS:
             token = otel_context.attach(context)
             try:
@@ -149,6 +160,8 @@ class Binder:
                     event.message,
                     decision=event.reason,
                     pod=f"{obj.namespace}/{obj.name}",
+                    # The preemptor of a Preempted victim (the message names only its UID, as upstream's does).
+                    related=f"{event.related.namespace}/{event.related.name}" if event.related else None,
                 )
             finally:
                 otel_context.detach(token)

@@ -31,7 +31,7 @@ from podsched.api.resources import RESOURCE_TYPES, ResourceType, find_resource_t
 from podsched.api.types import KIND_NODE, KIND_POD, KIND_PRIORITY_CLASS, ApiObject, Pod
 from podsched.cluster import events as ev
 from podsched.cluster.dry_run import admit_without_storing
-from podsched.cluster.state import ADDED, DELETED, Change, Cluster
+from podsched.cluster.state import ADDED, REMOVED, Change, Cluster
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
@@ -118,7 +118,7 @@ class QueueService:
         if change.type == ADDED and change.new is not None:
             if trace.get_current_span().get_span_context().is_valid:
                 self.pod_contexts[change.new.uid] = otel_context.get_current()
-        elif change.type == DELETED and change.old is not None:
+        elif change.type == REMOVED and change.old is not None:
             self.pod_contexts.pop(change.old.uid, None)
 
     # --- lifecycle -----------------------------------------------------------------------------
