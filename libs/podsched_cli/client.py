@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 
+from podsched_cli import tracing
 from podsched_cli.errors import RequestFailedError
 from podsched_cli.output import rpc_error_message
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
@@ -48,6 +49,11 @@ class PodSchedClient:
         self.address = address
         self.timeout = timeout
         self._channel = grpc.insecure_channel(address)
+        if tracing.enabled():
+            # A CLIENT span per call, its W3C context in the metadata: the pod's trace starts here.
+            from opentelemetry.instrumentation.grpc import client_interceptor
+
+            self._channel = grpc.intercept_channel(self._channel, client_interceptor())
         self._stub = api_pb2_grpc.PodSchedStub(self._channel)
 
     def __enter__(self) -> PodSchedClient:

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from podsched.api.errors import ApiError
+from podsched_cli import tracing
 from podsched_cli.errors import RequestFailedError, UsageError
 
 ENV_SERVER = "PODSCHED_SERVER"
@@ -496,6 +497,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    flush_traces = tracing.setup()
     try:
         return int(args.handler(args))
     except UsageError as error:
@@ -511,6 +513,8 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        flush_traces()
 
 
 if __name__ == "__main__":
