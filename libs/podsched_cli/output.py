@@ -670,6 +670,20 @@ def scheduling_summary(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any
     return f"Pending: {str(latest.get('message', '')).strip()}"
 
 
+def scheduling_lines(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The Scheduling section: where the pod stands, and, for a pending pod that lost its nomination,
+    why it was cleared (its later attempts' FailedScheduling would otherwise hide that)."""
+    lines = [scheduling_summary(pod, events)]
+    if _section(pod, "spec").get("nodeName") or _section(pod, "status").get("nominatedNodeName"):
+        return lines
+    cleared = _latest(events, ("NominationCleared",))
+    if cleared is not None and _latest(events, ("NominationCleared", "Nominated")) is cleared:
+        message = str(cleared.get("message", "")).strip()
+        if message and message not in lines:
+            lines.append(message)
+    return lines
+
+
 def _requests_lines(container: Mapping[str, Any]) -> list[str]:
     requests = _requests(container)
     if not requests:
@@ -719,7 +733,7 @@ def describe_pod(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]], no
             if detailed:
                 cells += [str(condition.get("reason", "")), str(condition.get("message", ""))]
             lines.append("  " + "\t".join(cells))
-    lines += ["Scheduling:", f"  {scheduling_summary(pod, events)}"]
+    lines += ["Scheduling:", *(f"  {line}" for line in scheduling_lines(pod, events))]
     lines += _event_lines(events, now)
     return _render(lines)
 

@@ -116,3 +116,28 @@ def test_no_server_is_reported_plainly(capsys: pytest.CaptureFixture[str]) -> No
     _, err = capsys.readouterr()
     assert code == 1
     assert err.startswith("The connection to the server 127.0.0.1:1 was refused")
+
+
+def test_describe_explains_a_cleared_nomination_and_each_failed_attempt(
+    stack: ServiceStack, api: Api, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`describe pod` answers "why is it pending?": upstream's FailedScheduling message, the node it
+    was nominated to, and why that nomination was cleared."""
+    api.apply_text(COMMON.read_text())
+    api.apply_text(yaml.safe_dump_all([node("n1", cpu="2"), pod("low", "low-priority", "2", node_name="n1", grace=3)]))
+    api.apply_text(yaml.safe_dump(pod("mid", "mid-priority", "2")))
+    api.wait(lambda: api.pods()["mid"]["status"].get("nominatedNodeName") == "n1", what="mid nominated to n1")
+    code, out, _ = run(stack, capsys, "describe", "pod", "mid")
+    assert code == 0
+    assert "NominatedNodeName:" in out and "n1" in out.split("NominatedNodeName:", 1)[1].splitlines()[0]
+    assert "Nominated to node n1 (waiting for victims to terminate)" in out
+    assert "0/1 nodes are available: 1 Insufficient cpu." in out  # the attempt's FailedScheduling message
+
+    api.apply_text(yaml.safe_dump(pod("high", "high-priority", "2")))
+    api.wait(lambda: any(e.reason == "NominationCleared" for e in api.events()), what="mid's nomination cleared")
+    code, out, _ = run(stack, capsys, "describe", "pod", "mid")
+    scheduling = [line.strip() for line in out.split("Scheduling:", 1)[1].split("Events:")[0].splitlines()[1:]]
+    cleared = next(e for e in api.events() if e.reason == "NominationCleared")
+    assert cleared.message.strip() in scheduling  # why it lost the node, even after later attempts failed
+    assert "n1" in cleared.message and "default/high" in cleared.message
+    assert "NominatedNodeName" not in out and "NominationCleared" in out

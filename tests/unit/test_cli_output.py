@@ -720,6 +720,22 @@ def test_a_cleared_nomination_is_explained_until_the_next_attempt() -> None:
     )
 
 
+def test_the_scheduling_section_keeps_why_a_nomination_was_cleared_after_later_failures() -> None:
+    pod = encode_object(make_pod("mid").obj())
+    nominated = event("Nominated", "Nominated to node n1 after preempting 1 pod(s)", "mid", seconds_ago=9)
+    cleared = event("NominationCleared", "Nomination to node n1 cleared: pod default/high ...", "mid", seconds_ago=5)
+    failed_after = event("FailedScheduling", "0/1 nodes are available: 1 Insufficient cpu.", "mid", seconds_ago=1)
+    assert output.scheduling_lines(pod, [nominated, cleared, failed_after]) == [
+        "Pending: 0/1 nodes are available: 1 Insufficient cpu.",
+        "Nomination to node n1 cleared: pod default/high ...",
+    ]
+    assert output.scheduling_lines(pod, [nominated, cleared]) == ["Nomination to node n1 cleared: pod default/high ..."]
+    renominated = event("Nominated", "Nominated to node n2 after preempting 1 pod(s)", "mid", seconds_ago=0)
+    assert output.scheduling_lines(pod, [cleared, failed_after, renominated]) == [
+        "Pending: 0/1 nodes are available: 1 Insufficient cpu."
+    ]
+
+
 def test_a_repeated_failure_counts_at_its_last_time() -> None:
     pod = encode_object(make_pod("mid").obj())
     cleared = event("NominationCleared", "cleared", "mid", seconds_ago=20)
