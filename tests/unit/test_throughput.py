@@ -1,0 +1,38 @@
+"""benchmarks.throughput reproduces scheduler_perf's SchedulingThroughput arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.throughput import nearest_rank, summarize, throughput_samples
+
+
+def test_the_first_nonzero_tick_is_the_baseline_and_gives_no_sample() -> None:
+    ticks = [(1.0, 0), (2.0, 0), (3.0, 50), (4.0, 150), (5.0, 350)]
+    assert throughput_samples(ticks) == [100.0, 200.0]
+
+
+def test_skipped_ticks_are_reweighted_by_the_actual_elapsed_time() -> None:
+    # No pod lands at t=5 and t=6; at t=7.5 (a late tick) 300 more are bound over 3.5 s.
+    ticks = [(3.0, 100), (4.0, 200), (5.0, 200), (6.0, 200), (7.5, 500)]
+    rate = 300 / 3.5
+    assert throughput_samples(ticks) == [100.0, rate, rate, rate]
+
+
+def test_no_sample_without_a_second_nonzero_tick() -> None:
+    assert throughput_samples([(1.0, 0), (2.0, 10)]) == []
+    assert summarize([]).samples == 0
+
+
+def test_average_is_the_mean_of_samples_and_percentiles_are_nearest_rank() -> None:
+    samples = [400.0, 100.0, 300.0, 200.0]
+    summary = summarize(samples)
+    assert summary.average == 250.0  # not total pods / total time
+    assert summary.perc50 == 200.0  # ceil(4 * 0.5) - 1 = index 1
+    assert summary.perc90 == 400.0  # ceil(3.6) - 1 = index 3
+    assert summary.perc99 == 400.0
+
+
+@pytest.mark.parametrize(("percent", "expected"), [(1, 1.0), (10, 1.0), (11, 2.0), (50, 5.0), (100, 10.0)])
+def test_nearest_rank(percent: float, expected: float) -> None:
+    assert nearest_rank([float(i) for i in range(1, 11)], percent) == expected
