@@ -1,0 +1,417 @@
+"""Upstream scheduler_perf workloads, end to end through the running services and Kafka.
+
+    python -m benchmarks.scheduler_perf [--workload NAME ...] [--scale F] [--workers N] [--plot-dir DIR]
+
+For each workload: a fresh stack (the four services as processes on free ports, their own topics on
+one real Kafka broker), then scheduler_perf's ops through the public gRPC API:
+createNodes -> createPods(init) -> [churn] -> createPods(measured, collectMetrics).
+
+Measured exactly as upstream (benchmarks.throughput): the collector follows the object log (as
+upstream's follows the scheduler's informer) and, once a second, counts the measured pods that are
+bound. Also: submit-to-bound latency of each measured pod (its Apply sent -> its bind seen on the
+log), and the peak resident memory of each service's process group (workers included).
+
+Output: a progress bar on stderr; one JSON line per workload on stdout with workload, nodes,
+init_pods, measured_pods, throughput_avg/p50/p90/p99, latency_p50_ms/p99_ms, rss_mb (peak, summed
+over services), rss_mb_by_service, duration_s, samples; and a PNG of throughput over time per
+workload in --plot-dir.
+
+Templates (reference/performance-anchors.md §1.2): node 4 CPU / 32Gi / 110 pods; pod-default
+100m/500Mi; pod-low-priority 900m/500Mi, grace 0; pod-high-priority priority 10, 3 CPU/500Mi;
+pod-high-priority-large-cpu priority 10, 9 CPU. Upstream's harness disables Priority admission and
+writes spec.priority directly; here admission is on, so priority 10 comes from a PriorityClass of
+value 10 and priority 0 from a PriorityClass of value 0."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import math
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from benchmarks.throughput import summarize, throughput_samples
+from podsched_devstack.kafka import KafkaBroker, ensure_kafka_installed
+from podsched_devstack.services import ServiceStack, StackSettings
+from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
+from podsched_proto.events.v1 import events_pb2
+from podsched_service.codec import topics
+from podsched_service.server import CHANNEL_OPTIONS
+
+MEASURED_NAMESPACE = "measured"
+INIT_NAMESPACE = "init"
+CHURN_NAMESPACE = "churn"
+IN_FLIGHT = 128  # concurrent Apply calls: scheduler_perf's client runs at QPS 5000
+SAMPLE_INTERVAL = 1.0
+
+
+# --- upstream templates ------------------------------------------------------------------------
+
+
+def node_manifest(index: int) -> dict[str, Any]:
+    name = f"scheduler-perf-{index}"
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
+    }
+
+
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value}
+
+
+PRIORITY_CLASSES = [priority_class("perf-zero", 0), priority_class("perf-ten", 10)]
+
+
+def pod_template(kind: str) -> Callable[[str, str], dict[str, Any]]:
+    cpu, priority_class_name, grace = {
+        "default": ("100m", "perf-zero", None),
+        "low-priority": ("900m", "perf-zero", 0),
+        "high-priority": ("3000m", "perf-ten", None),
+        "high-priority-large-cpu": ("9", "perf-ten", None),
+    }[kind]
+
+    def make(namespace: str, name: str) -> dict[str, Any]:
+        resources = {"cpu": cpu, "memory": "500Mi"}
+        spec: dict[str, Any] = {
+            "priorityClassName": priority_class_name,
+            "containers": [
+                {
+                    "name": "pause",
+                    "image": "registry.k8s.io/pause:3.9",
+                    "resources": {"requests": resources, "limits": resources},
+                }
+            ],
+        }
+        if grace is not None:
+            spec["terminationGracePeriodSeconds"] = grace
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+    return make
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    nodes: int
+    init_pods: int
+    init_template: str
+    measured_pods: int
+    measured_template: str
+    churn_template: str = ""  # created every churn_interval while the measured pods run
+    churn_interval: float = 0.2
+
+    def scaled(self, factor: float) -> Workload:
+        def s(n: int) -> int:
+            return max(1, int(n * factor)) if n else 0
+
+        return Workload(
+            self.name,
+            s(self.nodes),
+            s(self.init_pods),
+            self.init_template,
+            s(self.measured_pods),
+            self.measured_template,
+            self.churn_template,
+            self.churn_interval,
+        )
+
+
+WORKLOADS = {
+    w.name: w
+    for w in [
+        Workload("SchedulingBasic/5000Nodes_10000Pods", 5000, 1000, "default", 10000, "default"),
+        Workload("PreemptionBasic/500Nodes", 500, 2000, "low-priority", 500, "high-priority"),
+        Workload("PreemptionBasic/1000Nodes", 1000, 4000, "low-priority", 1000, "high-priority"),
+        Workload("PreemptionAsync/5000Nodes", 5000, 20000, "low-priority", 5000, "default", "high-priority"),
+        Workload(
+            "Unschedulable/5kNodes/20kInit/10kPods", 5000, 20000, "default", 10000, "default", "high-priority-large-cpu"
+        ),
+    ]
+}
+SHORT_NAMES = {
+    "SchedulingBasic": "SchedulingBasic/5000Nodes_10000Pods",
+    "PreemptionBasic500": "PreemptionBasic/500Nodes",
+    "PreemptionBasic1000": "PreemptionBasic/1000Nodes",
+    "PreemptionAsync": "PreemptionAsync/5000Nodes",
+    "Unschedulable": "Unschedulable/5kNodes/20kInit/10kPods",
+}
+
+
+# --- the run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class BindWatch:
+    """Follows the object log: when did each pod of a namespace get its node."""
+
+    bootstrap: str
+    topic: str
+    bound_at: dict[str, dict[str, float]] = field(default_factory=dict)  # namespace -> name -> time
+
+    async def run(self, stop: asyncio.Event) -> None:
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.bootstrap,
+            isolation_level="read_committed",
+            enable_auto_commit=False,
+            fetch_max_wait_ms=20,
+        )
+        await consumer.start()
+        try:
+            partition = TopicPartition(self.topic, 0)
+            consumer.assign([partition])
+            await consumer.seek_to_beginning(partition)
+            while not stop.is_set():
+                batches = await consumer.getmany(timeout_ms=100)
+                now = time.monotonic()
+                for records in batches.values():
+                    for record in records:
+                        change = events_pb2.ObjectChange.FromString(record.value)
+                        if change.object.kind == "Pod" and change.node_name:
+                            bound = self.bound_at.setdefault(change.object.namespace, {})
+                            bound.setdefault(change.object.name, now)
+        finally:
+            await consumer.stop()
+
+    def count(self, namespace: str) -> int:
+        return len(self.bound_at.get(namespace, {}))
+
+
+class Progress:
+    def __init__(self, label: str, total: int) -> None:
+        self.label, self.total, self.began = label, total, time.monotonic()
+
+    def show(self, done: int, note: str = "") -> None:
+        width = 30
+        filled = int(width * done / self.total) if self.total else width
+        elapsed = time.monotonic() - self.began
+        sys.stderr.write(
+            f"\r{self.label:<28} [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} {elapsed:6.1f}s {note}   "
+        )
+        sys.stderr.flush()
+
+    def finish(self) -> None:
+        sys.stderr.write("\n")
+
+
+async def apply_all(
+    stub: Any,
+    documents: list[dict[str, Any]],
+    sent_at: dict[str, float] | None = None,
+    progress: Progress | None = None,
+) -> None:
+    """Apply every document with IN_FLIGHT calls at a time; a failure stops the benchmark."""
+    queue = iter(documents)
+    done = 0
+
+    async def worker() -> None:
+        nonlocal done
+        for document in queue:
+            if sent_at is not None:
+                sent_at[document["metadata"]["name"]] = time.monotonic()
+            await stub.Apply(api_pb2.ApplyRequest(object_json=json.dumps(document).encode()), timeout=120)
+            done += 1
+            if progress is not None and done % 200 == 0:
+                progress.show(done)
+
+    await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
+
+
+async def wait_bound(watch: BindWatch, namespace: str, count: int, progress: Progress, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while watch.count(namespace) < count:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {watch.count(namespace)}/{count} {namespace} pods bound after {timeout:.0f}s")
+        progress.show(watch.count(namespace))
+        await asyncio.sleep(0.2)
+    progress.show(count)
+    progress.finish()
+
+
+async def run_workload(
+    workload: Workload, broker: KafkaBroker, run_dir: Path, workers: int, timeout: float, scale: float = 1.0
+) -> dict[str, Any]:
+    prefix = f"perf{uuid.uuid4().hex[:8]}."
+    stack = ServiceStack(
+        StackSettings.on_free_ports(
+            broker.bootstrap_servers, run_dir / prefix.rstrip("."), topic_prefix=prefix, workers=workers
+        )
+    )
+    stack.start()
+    stop = asyncio.Event()
+    watch = BindWatch(broker.bootstrap_servers, topics(prefix)[0])
+    watch_task = asyncio.create_task(watch.run(stop))
+    peak_rss: dict[str, int] = {}
+    channel = grpc.aio.insecure_channel(stack.server, options=CHANNEL_OPTIONS)
+    stub = api_pb2_grpc.PodSchedStub(channel)
+    try:
+        await apply_all(stub, PRIORITY_CLASSES)
+        progress = Progress(f"{workload.nodes} nodes", workload.nodes)
+        await apply_all(stub, [node_manifest(i) for i in range(workload.nodes)], progress=progress)
+        progress.show(workload.nodes)
+        progress.finish()
+
+        init = pod_template(workload.init_template)
+        progress = Progress(f"{workload.init_pods} init pods", workload.init_pods)
+        await apply_all(stub, [init(INIT_NAMESPACE, f"init-{i}") for i in range(workload.init_pods)])
+        await wait_bound(watch, INIT_NAMESPACE, workload.init_pods, progress, timeout)
+
+        measured = pod_template(workload.measured_template)
+        sent_at: dict[str, float] = {}
+        ticks: list[tuple[float, int]] = []
+        rss_series: list[dict[str, int]] = []
+        progress = Progress(workload.name.split("/")[0], workload.measured_pods)
+
+        async def sampler() -> None:
+            while True:
+                await asyncio.sleep(SAMPLE_INTERVAL)
+                ticks.append((time.monotonic(), watch.count(MEASURED_NAMESPACE)))
+                rss = stack.rss_bytes()
+                rss_series.append(rss)
+                for name, value in rss.items():
+                    peak_rss[name] = max(peak_rss.get(name, 0), value)
+                recent = throughput_samples(ticks[-3:])
+                progress.show(ticks[-1][1], f"{recent[-1]:7.0f} pods/s" if recent else "")
+
+        async def churn() -> None:
+            make = pod_template(workload.churn_template)
+            for index in itertools.count():
+                await stub.Apply(
+                    api_pb2.ApplyRequest(object_json=json.dumps(make(CHURN_NAMESPACE, f"churn-{index}")).encode()),
+                    timeout=120,
+                )
+                await asyncio.sleep(workload.churn_interval)
+
+        background = [asyncio.create_task(sampler())]
+        if workload.churn_template:
+            background.append(asyncio.create_task(churn()))
+        began = time.monotonic()
+        try:
+            await apply_all(
+                stub, [measured(MEASURED_NAMESPACE, f"pod-{i}") for i in range(workload.measured_pods)], sent_at
+            )
+            deadline = time.monotonic() + timeout
+            while watch.count(MEASURED_NAMESPACE) < workload.measured_pods:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"{watch.count(MEASURED_NAMESPACE)}/{workload.measured_pods} measured pods "
+                        f"bound after {timeout:.0f}s"
+                    )
+                await asyncio.sleep(0.05)
+            await asyncio.sleep(SAMPLE_INTERVAL * 1.1)  # the last partial second gets its tick
+        finally:
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            progress.show(watch.count(MEASURED_NAMESPACE))
+            progress.finish()
+        duration = time.monotonic() - began
+        bound = watch.bound_at.get(MEASURED_NAMESPACE, {})
+        latencies = sorted((bound[name] - sent_at[name]) * 1000 for name in bound if name in sent_at)
+        summary = summarize(throughput_samples(ticks))
+        return {
+            "workload": workload.name,
+            "nodes": workload.nodes,
+            "init_pods": workload.init_pods,
+            "measured_pods": workload.measured_pods,
+            "throughput_avg": round(summary.average, 1),
+            "throughput_p50": round(summary.perc50, 1),
+            "throughput_p90": round(summary.perc90, 1),
+            "throughput_p99": round(summary.perc99, 1),
+            "latency_p50_ms": round(_nearest(latencies, 50), 1),
+            "latency_p99_ms": round(_nearest(latencies, 99), 1),
+            "rss_mb": round(sum(peak_rss.values()) / 2**20, 1),
+            "rss_mb_by_service": {name: round(value / 2**20, 1) for name, value in sorted(peak_rss.items())},
+            "duration_s": round(duration, 1),
+            "samples": summary.samples,
+            "workers": workers,
+            "scale": scale,
+            "_ticks": [(t - began, n) for t, n in ticks],
+        }
+    finally:
+        stop.set()
+        await asyncio.gather(watch_task, return_exceptions=True)
+        await channel.close()
+        stack.stop()
+
+
+def _nearest(ascending: list[float], percent: float) -> float:
+    if not ascending:
+        return 0.0
+    return ascending[max(0, math.ceil(len(ascending) * percent / 100) - 1)]
+
+
+def plot(results: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(len(results), 1, figsize=(9, 2.6 * len(results)), squeeze=False)
+    for axis, result in zip(axes[:, 0], results, strict=True):
+        ticks = result["_ticks"]
+        times = [t for t, _ in ticks[1:]]
+        rates = [(n2 - n1) / (t2 - t1) for (t1, n1), (t2, n2) in itertools.pairwise(ticks)]
+        axis.plot(times, rates, linewidth=1.2)
+        axis.axhline(result["throughput_avg"], linestyle="--", linewidth=0.8, color="gray")
+        axis.set_title(f"{result['workload']}: avg {result['throughput_avg']} pods/s", fontsize=9)
+        axis.set_ylabel("pods/s")
+    axes[-1, 0].set_xlabel("seconds since the measured pods started")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    names = [SHORT_NAMES.get(n, n) for n in args.workload] or list(WORKLOADS)
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        print(f"unknown workload(s) {unknown}; known: {sorted(SHORT_NAMES)}", file=sys.stderr)
+        return 2
+    ensure_kafka_installed()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="podsched-bench-") as tmp:
+        broker = KafkaBroker(Path(tmp) / "kafka")
+        broker.start(timeout=120)
+        try:
+            for name in names:
+                workload = WORKLOADS[name].scaled(args.scale)
+                result = await run_workload(
+                    workload, broker, Path(tmp) / "runs", args.workers, args.timeout, args.scale
+                )
+                print(json.dumps({k: v for k, v in result.items() if not k.startswith("_")}), flush=True)
+                results.append(result)
+        finally:
+            broker.stop()
+    if args.plot_dir and results:
+        args.plot_dir.mkdir(parents=True, exist_ok=True)
+        target = args.plot_dir / "throughput.png"
+        plot(results, target)
+        print(f"plot: {target}", file=sys.stderr)
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workload", action="append", default=[], help=f"one of {sorted(SHORT_NAMES)}")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply nodes and pod counts (quick runs)")
+    parser.add_argument("--workers", type=int, default=2, help="preemption worker processes")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for each phase")
+    parser.add_argument("--plot-dir", type=Path, default=Path(".cache/bench"))
+    sys.exit(asyncio.run(main_async(parser.parse_args())))
+
+
+if __name__ == "__main__":
+    main()
