@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv protos lint test test-unit kafka-install run up down status simulate bench-core clean
+.PHONY: help venv protos lint test test-unit kafka-install jaeger-install run up down status simulate bench-core clean
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -13,10 +13,11 @@ GENERATE_PROTOS = rm -rf $(PROTO_OUT) && \
 	find $(PROTO_OUT) -type d -exec touch {}/__init__.py \; && touch $(PROTO_OUT)/.generated
 
 help:
-	@echo "make run        - set up and start the whole system (Kafka + 4 services), run the example, serve until Ctrl-C"
+	@echo "make run        - set up and start the whole system (Kafka, Jaeger, 4 services), run the example, print its trace, serve until Ctrl-C"
 	@echo "make up / down  - start / stop the whole system in the background (state kept in .cache/devstack)"
+	@echo "make jaeger-install - build Jaeger v2 from the Go module proxy into ~/.cache/podsched (needs Go 1.24+; ~10 min, once)"
 	@echo "make simulate   - the example in one process on a simulated clock (podsched simulate)"
-	@echo "make test       - lint, then the whole test suite against a real Kafka broker"
+	@echo "make test       - lint, then the whole test suite against a real Kafka broker and a real Jaeger"
 	@echo "make bench-core - scheduling-core micro benchmarks (plain vs fast path), JSON lines"
 	@echo "make protos     - generate Python code from protos/ into $(PROTO_OUT) (never committed)"
 
@@ -43,16 +44,19 @@ lint: $(STAMP)
 kafka-install: $(STAMP)
 	$(PY) -m podsched_devstack.kafka install
 
-test: lint protos kafka-install
+jaeger-install: $(STAMP)
+	$(PY) -m podsched_devstack.jaeger install
+
+test: lint protos kafka-install jaeger-install
 	$(PY) -m pytest -q
 
 test-unit: $(STAMP) protos
 	$(PY) -m pytest -q tests/unit
 
-run: protos kafka-install
+run: protos kafka-install jaeger-install
 	$(PY) -m podsched_devstack run
 
-up: protos kafka-install
+up: protos kafka-install jaeger-install
 	$(PY) -m podsched_devstack up
 
 down: $(STAMP)

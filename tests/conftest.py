@@ -1,5 +1,5 @@
 """Shared test setup: tests import `builders` from this folder and the packages from libs/; one real
-Kafka broker serves every test that asks for `kafka`."""
+Kafka broker serves every test that asks for `kafka`, one real Jaeger every test that asks for `jaeger`."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ for path in (ROOT / "tests", ROOT / "libs", ROOT / "services"):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from real_kafka import start_broker_or_fail  # noqa: E402 (needs the paths above)
+from real_jaeger import start_jaeger_or_fail  # noqa: E402 (needs the paths above)
+from real_kafka import start_broker_or_fail  # noqa: E402
 
+from podsched_devstack.jaeger import Jaeger  # noqa: E402
 from podsched_devstack.kafka import KafkaBroker  # noqa: E402
 
 
@@ -26,3 +28,14 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
         yield broker
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def jaeger(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Jaeger]:
+    """A real Jaeger v2 (in-memory storage, free loopback ports): `otlp_endpoint` for the services,
+    `query_url` for podsched_devstack.jaeger's query helpers."""
+    instance = start_jaeger_or_fail(tmp_path_factory.mktemp("jaeger-session"))
+    try:
+        yield instance
+    finally:
+        instance.stop()

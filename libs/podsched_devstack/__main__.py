@@ -1,11 +1,12 @@
 """`python -m podsched_devstack up|down|status|run`: the whole system on this machine.
 
-up      Kafka (installed from Maven Central on first use) and the four services, in the background;
-        state persists across `down`/`up` in .cache/devstack (the default topics).
-down    stop the services (SIGTERM: drain, commit, flush) and Kafka.
+up      Kafka (installed from Maven Central on first use), Jaeger (built from the Go module proxy on
+        first use; loopback, in-memory) and the four services, in the background, the services exporting
+        traces to Jaeger; state persists across `down`/`up` in .cache/devstack (the default topics).
+down    stop the services (SIGTERM: drain, commit, flush), Kafka and Jaeger.
 status  what is running.
 run     up, then the High/Mid/Low example with a preemption on fresh topics, printed as the CLI
-        prints it; serves until Ctrl-C, then down.
+        prints it, then the preemptor's trace from Jaeger; serves until Ctrl-C, then down.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 
 from podsched_service.config import env_name
 
+from . import jaeger as jaeger_api
+from .jaeger import Jaeger, cli_jaeger, ensure_jaeger_installed
 from .kafka import CLI_DEFAULT_PORT, DevstackError, KafkaBroker, ensure_kafka_installed, repo_root
 from .services import SERVICES, ServiceStack, StackSettings
 
@@ -32,6 +35,10 @@ def _run_dir() -> Path:
 
 def _broker() -> KafkaBroker:
     return KafkaBroker(repo_root() / ".cache" / "devstack" / "kafka", port=CLI_DEFAULT_PORT)
+
+
+def _jaeger() -> Jaeger:
+    return cli_jaeger()  # .cache/devstack/jaeger, ports 4317 (OTLP gRPC) and 16686 (API/UI) and friends
 
 
 def _pid_alive(pid: int) -> bool:
@@ -58,18 +65,30 @@ def up(workers: int, topic_prefix: str = "") -> ServiceStack:
         raise DevstackError("podsched is already up (python -m podsched_devstack down first)")
     began = time.monotonic()
     ensure_kafka_installed()
+    ensure_jaeger_installed()
     broker = _broker()
     if broker.pid is None or not broker.is_ready():
         broker.start(timeout=120)
         broker.detach()
-    stack = ServiceStack(StackSettings(broker.bootstrap_servers, _run_dir(), topic_prefix, workers=workers))
+    tracing = _jaeger()
+    if tracing.pid is None or not tracing.is_ready():
+        tracing.start(timeout=60)
+        tracing.detach()
+    settings = StackSettings(
+        broker.bootstrap_servers, _run_dir(), topic_prefix, workers=workers, otlp_endpoint=tracing.otlp_endpoint
+    )
+    stack = ServiceStack(settings)
     stack.start()
     addresses = stack.settings.addresses
+    metrics = ", ".join(f"{name} {stack.metrics_url(name)}" for name in SERVICES if stack.metrics_url(name))
     print(
         f"podsched up in {time.monotonic() - began:.1f} s: API {addresses['queue']} (queue), "
         f"filter {addresses['filter']}, preemption {addresses['preemption']} ({workers} workers), "
         f"binder {addresses['binder']}; Kafka {broker.bootstrap_servers}, topics "
-        f"{topic_prefix}podsched.objects.v1 and {topic_prefix}podsched.events.v1; logs in {_run_dir()}",
+        f"{topic_prefix}podsched.objects.v1 and {topic_prefix}podsched.events.v1; logs in {_run_dir()}\n"
+        f"Jaeger {tracing.query_url} (traces: {tracing.query_url}/api/traces?service=podsched-queue; "
+        f"OTLP {tracing.otlp_endpoint})\n"
+        f"Prometheus metrics: {metrics}",
         flush=True,
     )
     return stack
@@ -93,6 +112,10 @@ def down() -> None:
     if broker.pid is not None:
         broker.stop()
         print("stopped Kafka")
+    tracing = _jaeger()
+    if tracing.pid is not None:
+        tracing.stop()
+        print("stopped Jaeger")
 
 
 def status() -> int:
@@ -101,6 +124,13 @@ def status() -> int:
         print(f"{name}: {'up, pid ' + str(pids[name]) if name in pids else 'down'}")
     broker = KafkaBroker(repo_root() / ".cache" / "devstack" / "kafka")
     print(f"kafka: {'up ' + broker.bootstrap_servers if broker.pid is not None and broker.is_ready() else 'down'}")
+    tracing = _jaeger()
+    tracing_up = tracing.pid is not None and tracing.is_ready()
+    print(f"jaeger: {f'up {tracing.query_url} (OTLP {tracing.otlp_endpoint})' if tracing_up else 'down'}")
+    defaults = StackSettings("", _run_dir())  # `up` runs the services on the default metrics ports
+    for name in SERVICES:
+        if name in pids:
+            print(f"{name} metrics: {defaults.metrics_url(name)}")
     return 0 if len(pids) == len(SERVICES) else 1
 
 
@@ -137,7 +167,44 @@ def run_example(server: str) -> None:
     wait_until_all_bound(60)
     step("get", "pods", "-o", "wide")
     step("events")
-    step("describe", "pod", "xyz-0")
+    step("describe", "pod", _preemptor_name())
+
+
+def _preemptor_name() -> str:
+    import yaml
+
+    for document in yaml.safe_load_all((repo_root() / EXAMPLE / "preemptor.yaml").read_text()):
+        if isinstance(document, dict) and document.get("kind") == "Pod":
+            return str(document["metadata"]["name"])
+    return "xyz-0"
+
+
+def print_preemption_trace(query_url: str, since: float, timeout: float = 15.0) -> None:
+    """Find the preemptor's trace (started after ``since``, epoch seconds) in Jaeger and print its links and
+    a text tree of it.
+
+    Spans are exported in batches, so the search is retried for ``timeout`` seconds. Never fails `run`: if
+    no trace turns up (tracing broken or off), it says so and carries on.
+    """
+    pod = _preemptor_name()
+    # `settle`: the last services' spans (the bind) reach Jaeger up to a second or two after the work.
+    traces = jaeger_api.wait_for_traces(
+        query_url, "podsched-queue", {"k8s.pod.name": pod}, timeout=timeout, since=since, settle=2.0
+    )
+    if not traces:
+        print(
+            f"\nno trace found in Jaeger ({query_url}) for pod {pod} after {timeout:.0f} s: are the services "
+            f"exporting spans? (see {_run_dir()})",
+            flush=True,
+        )
+        return
+    # The dry-run apply is a trace of its own; the preemption's trace is the one with the most spans.
+    trace = max(traces, key=lambda t: len(t.get("spans", [])))
+    trace_id = str(trace["traceID"])
+    print(f"\nTrace of the preemption: {jaeger_api.trace_ui_url(query_url, trace_id)}", flush=True)
+    # The locally built Jaeger has no UI assets (its page is a placeholder); the API and the tree below have it all.
+    print(f"  as JSON: {query_url}/api/traces/{trace_id}", flush=True)
+    print(jaeger_api.render_trace_tree(trace), flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,9 +226,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status":
             return status()
         # run: fresh topics, so the example starts from an empty cluster every time
-        stack = up(args.workers, f"run-{int(time.time())}.")
+        began = time.time()
+        stack = up(args.workers, f"run-{int(began)}.")
+        # The example's `podsched` calls trace themselves too, so each pod's trace starts at the client.
+        os.environ[env_name("otlp_endpoint")] = stack.settings.otlp_endpoint
         try:
             run_example(stack.server)
+            print_preemption_trace(_jaeger().query_url, since=began)
             print(
                 f"\npodsched is serving at {stack.server}. Try `podsched get pods -o wide` or "
                 "`podsched events --watch` in another terminal. Ctrl-C stops everything.",
@@ -179,6 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in SERVICES:
                 (_run_dir() / f"{name}.pid").unlink(missing_ok=True)
             _broker().stop()
+            _jaeger().stop()
     except DevstackError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -17,9 +17,13 @@ from pathlib import Path
 
 from podsched_service.config import (
     DEFAULT_BINDER_ADDRESS,
+    DEFAULT_BINDER_METRICS,
     DEFAULT_FILTER_ADDRESS,
+    DEFAULT_FILTER_METRICS,
     DEFAULT_PREEMPTION_ADDRESS,
+    DEFAULT_PREEMPTION_METRICS,
     DEFAULT_QUEUE_ADDRESS,
+    DEFAULT_QUEUE_METRICS,
     env_name,
 )
 from podsched_service.healthcheck import check
@@ -44,13 +48,33 @@ class StackSettings:
     )
     workers: int = 2
     scheduler_config: str = ""
+    # OTLP/gRPC endpoint the services export traces to (a Jaeger's `otlp_endpoint`); empty: tracing off.
+    otlp_endpoint: str = ""
+    # Prometheus endpoints (host:port, GET /metrics), one per service; empty turns a service's off.
+    metrics_addresses: dict[str, str] = field(
+        default_factory=lambda: {
+            "queue": DEFAULT_QUEUE_METRICS,
+            "filter": DEFAULT_FILTER_METRICS,
+            "preemption": DEFAULT_PREEMPTION_METRICS,
+            "binder": DEFAULT_BINDER_METRICS,
+        }
+    )
     extra_env: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def on_free_ports(bootstrap: str, run_dir: Path, **kwargs: object) -> StackSettings:
-        ports = _free_ports(len(SERVICES))
-        addresses = {name: f"127.0.0.1:{port}" for name, port in zip(SERVICES, ports, strict=True)}
+        """Settings whose gRPC and metrics ports are all free loopback ports (tests run stacks side by side)."""
+        ports = _free_ports(2 * len(SERVICES))
+        grpc_ports, metrics_ports = ports[: len(SERVICES)], ports[len(SERVICES) :]
+        addresses = {name: f"127.0.0.1:{port}" for name, port in zip(SERVICES, grpc_ports, strict=True)}
+        metrics = {name: f"127.0.0.1:{port}" for name, port in zip(SERVICES, metrics_ports, strict=True)}
+        kwargs.setdefault("metrics_addresses", metrics)
         return StackSettings(bootstrap, run_dir, addresses=addresses, **kwargs)  # type: ignore[arg-type]
+
+    def metrics_url(self, name: str) -> str:
+        """``http://<host:port>/metrics`` of one service, or "" if its metrics endpoint is off."""
+        address = self.metrics_addresses.get(name, "")
+        return f"http://{address}/metrics" if address else ""
 
 
 class ServiceStack:
@@ -73,6 +97,8 @@ class ServiceStack:
                 env_name("topic_prefix"): s.topic_prefix,
                 env_name("listen_address"): s.addresses[name],
                 env_name("scheduler_config"): s.scheduler_config,
+                env_name("otlp_endpoint"): s.otlp_endpoint,
+                env_name("metrics_address"): s.metrics_addresses.get(name, ""),
             }
         )
         if name == "queue":
@@ -82,6 +108,10 @@ class ServiceStack:
             env[env_name("workers")] = str(s.workers)
         env.update(s.extra_env)
         return env
+
+    def metrics_url(self, name: str) -> str:
+        """``http://<host:port>/metrics`` of one service (Prometheus text format)."""
+        return self.settings.metrics_url(name)
 
     def log_path(self, name: str) -> Path:
         return self.settings.run_dir / f"{name}.log"

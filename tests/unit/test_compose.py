@@ -39,6 +39,8 @@ CONFIGS: dict[str, type[CommonConfig]] = {
     "podsched_binder": BinderConfig,
 }
 PORTS = {"podsched_queue": 50051, "podsched_filter": 50052, "podsched_preemption": 50053, "podsched_binder": 50054}
+# Prometheus /metrics ports (PODSCHED_METRICS_ADDRESS), the services' defaults.
+METRICS_PORTS = {"podsched_queue": 9451, "podsched_filter": 9452, "podsched_preemption": 9453, "podsched_binder": 9454}
 # PODSCHED_FILTER_ADDRESS must point at the service running podsched_filter, and so on.
 ADDRESS_TARGETS = {
     "PODSCHED_FILTER_ADDRESS": "podsched_filter",
@@ -55,6 +57,8 @@ OTEL_NAMES = {
 }
 KAFKA_BOOTSTRAP = "PODSCHED_KAFKA_BOOTSTRAP_SERVERS"
 LISTEN = "PODSCHED_LISTEN_ADDRESS"
+METRICS = "PODSCHED_METRICS_ADDRESS"
+OTLP = "PODSCHED_OTLP_ENDPOINT"
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -143,7 +147,8 @@ def test_app_environment_names_are_config_fields(services: dict[str, dict[str, A
     assert env_problems(module, env) == []
     assert required_env(module) | {LISTEN} <= set(env), f"{name}: unset {required_env(module) - set(env)}"
     assert env.get("OTEL_SERVICE_NAME") == f"podsched-{name}"
-    assert env.get("OTEL_EXPORTER_OTLP_ENDPOINT") == "http://jaeger:4317"
+    assert env.get(OTLP) == "http://jaeger:4317"
+    assert depends_on(services[name]).get("jaeger") in ("service_started", "service_healthy"), name
 
 
 @pytest.mark.parametrize("name", ["queue", "filter", "preemption", "binder"])
@@ -152,6 +157,9 @@ def test_app_services_listen_on_all_interfaces_at_their_port(services: dict[str,
     host, port = split_address(compose_env(services[name])[LISTEN])
     assert host in ("0.0.0.0", "::"), f"{name}: {LISTEN} must not be loopback inside a container"
     assert port == PORTS[module]
+    host, port = split_address(compose_env(services[name])[METRICS])
+    assert host in ("0.0.0.0", "::"), f"{name}: {METRICS} must not be loopback inside a container"
+    assert port == METRICS_PORTS[module]
 
 
 def test_addresses_point_at_services_that_listen_there(services: dict[str, dict[str, Any]]) -> None:
@@ -160,7 +168,7 @@ def test_addresses_point_at_services_that_listen_there(services: dict[str, dict[
     checked = 0
     for name in modules:
         for variable, value in compose_env(services[name]).items():
-            if not variable.endswith("_ADDRESS") or variable == LISTEN:
+            if not variable.endswith("_ADDRESS") or variable in (LISTEN, METRICS):
                 continue
             host, port = split_address(value)
             assert host in services, f"{name}: {variable}={value}: no compose service {host!r}"
@@ -385,12 +393,14 @@ def test_kubernetes_env_and_ports(manifests: list[dict[str, Any]], module: str) 
     env = k8s_env(container)
     assert env_problems(module, env) == []
     assert required_env(module) | {LISTEN} <= set(env)
-    assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == "http://jaeger:4317"
+    assert env[OTLP] == "http://jaeger:4317"
     assert env["OTEL_SERVICE_NAME"] == f"{module.replace('_', '-')}"
     assert env[KAFKA_BOOTSTRAP] == "kafka:9092"
     host, port = split_address(env[LISTEN])
     assert host in ("0.0.0.0", "::") and port == PORTS[module]
-    assert [p["containerPort"] for p in container["ports"]] == [port]
+    metrics_host, metrics_port = split_address(env[METRICS])
+    assert metrics_host in ("0.0.0.0", "::") and metrics_port == METRICS_PORTS[module]
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"grpc": port, "metrics": metrics_port}
     for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
         assert container[probe]["grpc"]["port"] == port, f"{module}: {probe}"
 
@@ -401,7 +411,7 @@ def test_kubernetes_addresses_reach_the_right_pods(manifests: list[dict[str, Any
     checked = 0
     for deployment in deployments.values():
         for variable, value in k8s_env(container_of(deployment)).items():
-            if not variable.endswith("_ADDRESS") or variable == LISTEN:
+            if not variable.endswith("_ADDRESS") or variable in (LISTEN, METRICS):
                 continue
             host, port = split_address(value)
             assert host in services, f"{variable}={value}: no Service {host!r}"

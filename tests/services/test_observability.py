@@ -1,0 +1,280 @@
+"""Observability end to end: the preemption example (examples/high-mid-low) on the real stack with
+a real Jaeger. The preemptor's whole journey must come back from Jaeger's query API as one trace
+spanning the four services and the Kafka hops, each service's Prometheus endpoint must have moved
+by exactly what happened, and the JSON log lines must carry the trace's id."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from live_api import Api, node_of
+from podsched_devstack import jaeger as jaeger_api
+from podsched_devstack.jaeger import Jaeger
+from podsched_devstack.kafka import DevstackError, KafkaBroker
+from podsched_devstack.services import ServiceStack, StackSettings
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "high-mid-low"
+PREEMPTOR = "xyz-0"
+SERVICES = ("queue", "filter", "preemption", "binder")
+GRACE_SECONDS = 2  # the example's 30 s, shortened: the story is the same
+
+
+@pytest.fixture
+def traced_stack(kafka: KafkaBroker, jaeger: Jaeger, tmp_path: Path) -> Iterator[ServiceStack]:
+    import uuid
+
+    settings = StackSettings.on_free_ports(
+        kafka.bootstrap_servers,
+        tmp_path / "services",
+        topic_prefix=f"t{uuid.uuid4().hex[:10]}.",
+        workers=2,
+        otlp_endpoint=jaeger.otlp_endpoint,
+    )
+    stack = ServiceStack(settings)
+    try:
+        stack.start()
+    except DevstackError as error:
+        stack.stop()
+        pytest.fail(str(error), pytrace=False)
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+def example_documents() -> tuple[str, str, str]:
+    workload = list(yaml.safe_load_all((EXAMPLE / "workload.yaml").read_text()))
+    for document in workload:
+        document["spec"]["terminationGracePeriodSeconds"] = GRACE_SECONDS
+    return (
+        (EXAMPLE / "cluster.yaml").read_text(),
+        yaml.safe_dump_all(workload),
+        (EXAMPLE / "preemptor.yaml").read_text(),
+    )
+
+
+# --- metrics ------------------------------------------------------------------------------------
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)$")
+
+
+def scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+    """Prometheus text format -> {(name, labels): value}."""
+    with urllib.request.urlopen(url, timeout=5) as response:
+        text = response.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if not match:
+            continue
+        name, labels, value = match.groups()
+        pairs = frozenset(re.findall(r'(\w+)="([^"]*)"', labels or ""))
+        samples[(name, pairs)] = float(value)
+    return samples
+
+
+def value(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)
+
+
+def scrape_all(stack: ServiceStack) -> dict[str, dict[tuple[str, frozenset[tuple[str, str]]], float]]:
+    return {name: scrape(stack.metrics_url(name)) for name in SERVICES}
+
+
+# --- traces -------------------------------------------------------------------------------------
+
+
+def tags(span: dict[str, Any]) -> dict[str, Any]:
+    return {tag["key"]: tag["value"] for tag in span.get("tags", [])}
+
+
+def parent_of(span: dict[str, Any]) -> str | None:
+    for ref in span.get("references", []):
+        if ref.get("refType") == "CHILD_OF":
+            return str(ref["spanID"])
+    return None
+
+
+def test_one_trace_metrics_and_logs_tell_the_preemption_story(traced_stack: ServiceStack, jaeger: Jaeger) -> None:
+    stack = traced_stack
+    api = Api(stack.server)
+    try:
+        cluster, workload, preemptor = example_documents()
+        api.apply_text(cluster)
+        api.apply_text(workload)
+        api.wait(lambda: all(node_of(p) for p in api.pods().values()) and len(api.pods()) == 8, what="8 pods bound")
+        before = scrape_all(stack)
+
+        api.apply_text(preemptor)
+        api.wait(lambda: node_of(api.pods().get(PREEMPTOR, {})), timeout=60, what=f"{PREEMPTOR} bound")
+        after = scrape_all(stack)
+        events = api.events()
+    finally:
+        api.close()
+
+    def delta(service: str, name: str, **labels: str) -> float:
+        return value(after[service], name, **labels) - value(before[service], name, **labels)
+
+    failed = [e for e in events if e.reason == "FailedScheduling" and e.involved_object.name == PREEMPTOR]
+    preempted = [e for e in events if e.reason == "Preempted"]
+    unschedulable_attempts = sum(max(1, e.count) for e in failed)
+    assert len(preempted) == 2 and unschedulable_attempts >= 1
+
+    # --- metrics moved by exactly what happened -------------------------------------------------
+    profile = {"profile": "default-scheduler"}
+    assert delta("queue", "scheduler_schedule_attempts_total", result="scheduled", **profile) == 1
+    assert delta("queue", "scheduler_schedule_attempts_total", result="unschedulable", **profile) == (
+        unschedulable_attempts
+    )
+    assert delta("queue", "scheduler_scheduling_attempt_duration_seconds_count", result="scheduled", **profile) == 1
+    assert value(after["queue"], "scheduler_pending_pods", queue="active") == 0
+    assert value(after["queue"], "scheduler_pending_pods", queue="unschedulable") == 0
+    # Every unschedulable attempt went to PostFilter; one of them chose two victims.
+    assert delta("preemption", "scheduler_preemption_attempts_total") == unschedulable_attempts
+    assert delta("preemption", "scheduler_preemption_victims_count") == 1
+    assert delta("preemption", "scheduler_preemption_victims_sum") == 2
+    assert (
+        delta(
+            "preemption",
+            "grpc_server_handled_total",
+            grpc_service="podsched.preemption.v1.Preemption",
+            grpc_method="PostFilter",
+            grpc_code="OK",
+        )
+        == unschedulable_attempts
+    )
+    assert (
+        delta(
+            "filter",
+            "grpc_server_handled_total",
+            grpc_service="podsched.filter.v1.Filter",
+            grpc_method="FindNodes",
+            grpc_code="OK",
+        )
+        == unschedulable_attempts + 1
+    )
+    assert delta("binder", "podsched_events_total", type="Normal", reason="Preempted") == 2
+    assert delta("binder", "podsched_events_total", type="Normal", reason="Nominated") == 1
+    assert delta("binder", "podsched_binds_total", result="bound") == 1
+    assert delta("binder", "podsched_kafka_transactions_total", result="committed") >= 3
+    for service in ("queue", "filter", "preemption"):
+        assert (
+            "podsched_kafka_consumer_lag_records",
+            frozenset({("topic", stack.settings.topic_prefix + "podsched.objects.v1")}),
+        ) in after[service], service
+    assert (
+        delta(
+            "queue",
+            "grpc_client_handled_total",
+            grpc_service="podsched.binder.v1.Binder",
+            grpc_method="Bind",
+            grpc_code="OK",
+        )
+        == 1
+    )
+
+    # --- one trace, all four services, the Kafka hops, correct links ---------------------------------
+    traces = jaeger_api.wait_for_traces(
+        jaeger.query_url, "podsched-queue", {"k8s.pod.name": PREEMPTOR}, minimum=1, timeout=30
+    )
+    trace_ids = {
+        span["traceID"] for trace in traces for span in trace["spans"] if tags(span).get("k8s.pod.name") == PREEMPTOR
+    }
+    assert len(trace_ids) == 1, f"the preemptor's spans are in {len(trace_ids)} traces"
+    (trace_id,) = trace_ids
+    # The binder's last spans (the bind) may be exported a moment after the queue's.
+    trace = jaeger_api.wait_for_trace(
+        jaeger.query_url, trace_id, lambda t: any(s["operationName"] == "bind pod" for s in t["spans"]), timeout=30
+    )
+    spans = {span["spanID"]: span for span in trace["spans"]}
+    service_of = {sid: trace["processes"][span["processID"]]["serviceName"] for sid, span in spans.items()}
+    assert set(service_of.values()) >= {"podsched-queue", "podsched-filter", "podsched-preemption", "podsched-binder"}
+
+    roots = [sid for sid, span in spans.items() if parent_of(span) is None]
+    assert len(roots) == 1, [spans[r]["operationName"] for r in roots]
+    assert spans[roots[0]]["operationName"] == "/podsched.api.v1.PodSched/Apply"
+    for span in spans.values():  # every link points inside the trace
+        parent = parent_of(span)
+        assert parent is None or parent in spans, span["operationName"]
+
+    def named(operation: str) -> list[dict[str, Any]]:
+        return [s for s in spans.values() if s["operationName"] == operation]
+
+    def parent(span: dict[str, Any]) -> dict[str, Any]:
+        found = parent_of(span)
+        assert found is not None
+        return spans[found]
+
+    # Kafka hops: producer spans in the binder, consumer spans in every replica, parented on them.
+    objects_topic = stack.settings.topic_prefix + "podsched.objects.v1"
+    sends = named(f"send {objects_topic}")
+    processes = named(f"process {objects_topic}")
+    assert sends and processes
+    for span in sends:
+        assert tags(span)["span.kind"] == "producer" and tags(span)["messaging.system"] == "kafka"
+        assert service_of[span["spanID"]] == "podsched-binder"
+    for span in processes:
+        assert tags(span)["span.kind"] == "consumer"
+        assert parent(span)["operationName"].startswith("send ")
+    assert {service_of[s["spanID"]] for s in processes} >= {"podsched-queue", "podsched-filter", "podsched-preemption"}
+
+    # gRPC hops follow the RPC conventions: a client span in the caller, the server span under it.
+    for server in named("/podsched.filter.v1.Filter/FindNodes") + named(
+        "/podsched.preemption.v1.Preemption/PostFilter"
+    ):
+        if tags(server)["span.kind"] != "server":
+            continue
+        client = parent(server)
+        assert tags(client)["span.kind"] == "client" and tags(client)["rpc.system"] == "grpc"
+        assert service_of[client["spanID"]] == "podsched-queue"
+
+    attempts = sorted(named("scheduling attempt"), key=lambda s: s["startTime"])
+    assert len(attempts) == unschedulable_attempts + 1
+    for attempt in attempts:
+        attributes = tags(attempt)
+        assert attributes["k8s.pod.name"] == PREEMPTOR and attributes["k8s.namespace.name"] == "default"
+        assert attributes["podsched.pod.priority"] == 1000000
+        assert "podsched.attempt" in attributes and "podsched.feasible_nodes" in attributes
+        assert parent(attempt)["operationName"] == f"process {objects_topic}"  # the pod's arrival
+    first, last = tags(attempts[0]), tags(attempts[-1])
+    assert first["podsched.result"] == "unschedulable" and first["podsched.feasible_nodes"] == 0
+    assert first["podsched.candidates"] >= 1 and first["podsched.nominated_node"] == "node-a"
+    assert sorted(
+        json.loads(first["podsched.victims"])
+        if isinstance(first["podsched.victims"], str)
+        else first["podsched.victims"]
+    ) == ["default/batch-2", "default/batch-4"]
+    assert first["podsched.pdb_violations"] == 0
+    assert last["podsched.result"] == "scheduled" and last["k8s.node.name"] == "node-a"
+
+    shards = named("SelectVictimsOnNode shard")
+    assert 1 <= len(shards) <= 2
+    for shard in shards:
+        assert service_of[shard["spanID"]] == "podsched-preemption"
+        assert parent(shard)["operationName"] == "/podsched.preemption.v1.Preemption/PostFilter"
+    (record,) = [s for s in named("record scheduling failure") if tags(s).get("podsched.nominated_node")]
+    assert service_of[record["spanID"]] == "podsched-binder"
+    terminations = named("terminate pod")
+    assert sorted(tags(s)["k8s.pod.name"] for s in terminations) == ["batch-2", "batch-4"]
+    (bind,) = named("bind pod")
+    assert tags(bind)["k8s.node.name"] == "node-a"
+
+    # --- JSON logs: one line per decision, carrying the trace id --------------------------------------
+    lines = [json.loads(line) for line in stack.log_path("queue").read_text().splitlines() if line.startswith("{")]
+    decisions = Counter(line.get("decision") for line in lines if line.get("trace_id") == trace_id)
+    assert decisions["Nominated"] == 1 and decisions["Scheduled"] == 1
+    binder_lines = [
+        json.loads(line) for line in stack.log_path("binder").read_text().splitlines() if line.startswith("{")
+    ]
+    preempted_lines = [line for line in binder_lines if line.get("decision") == "Preempted"]
+    assert len(preempted_lines) == 2 and {line["trace_id"] for line in preempted_lines} == {trace_id}
+    print(jaeger_api.render_trace_tree(trace))
