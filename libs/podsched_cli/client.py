@@ -52,8 +52,9 @@ class PodSchedClient:
         if tracing.enabled():
             # A CLIENT span per call, its W3C context in the metadata: the pod's trace starts here.
             from opentelemetry.instrumentation.grpc import client_interceptor
+            from opentelemetry.instrumentation.grpc.grpcext import intercept_channel
 
-            self._channel = grpc.intercept_channel(self._channel, client_interceptor())
+            self._channel = intercept_channel(self._channel, client_interceptor())
         self._stub = api_pb2_grpc.PodSchedStub(self._channel)
 
     def __enter__(self) -> PodSchedClient:

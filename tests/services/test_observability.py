@@ -279,3 +279,35 @@ def test_one_trace_metrics_and_logs_tell_the_preemption_story(traced_stack: Serv
     preempted_lines = [line for line in binder_lines if line.get("decision") == "Preempted"]
     assert len(preempted_lines) == 2 and {line["trace_id"] for line in preempted_lines} == {trace_id}
     print(jaeger_api.render_trace_tree(trace))
+
+
+def test_the_cli_starts_the_trace_of_what_it_applies(
+    traced_stack: ServiceStack, jaeger: Jaeger, tmp_path: Path
+) -> None:
+    """With PODSCHED_OTLP_ENDPOINT set, `podsched apply` is the root of the pod's trace (run as its
+    own process: the tracer provider is process-wide)."""
+    import os
+    import subprocess
+    import sys
+
+    manifest = tmp_path / "pod.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: traced}\n"
+        "spec: {containers: [{name: c, image: pause, resources: {requests: {cpu: 100m}}}]}\n"
+    )
+    environment = {**os.environ, "PODSCHED_OTLP_ENDPOINT": jaeger.otlp_endpoint}
+    for document in ((EXAMPLE / "cluster.yaml"), manifest):
+        done = subprocess.run(
+            [sys.executable, "-m", "podsched_cli.main", "--server", traced_stack.server, "apply", "-f", str(document)],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+    traces = jaeger_api.wait_for_traces(jaeger.query_url, "podsched-queue", {"k8s.pod.name": "traced"}, timeout=30)
+    (trace,) = traces
+    spans = {span["spanID"]: span for span in trace["spans"]}
+    (root,) = [span for span in spans.values() if parent_of(span) is None]
+    assert trace["processes"][root["processID"]]["serviceName"] == "podsched-cli"
+    assert root["operationName"] == "/podsched.api.v1.PodSched/Apply" and tags(root)["span.kind"] == "client"
