@@ -488,6 +488,8 @@ def render_trace_tree(trace: Mapping[str, Any]) -> str:
 
 def _port_in_use(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As Go's listeners do: a connection of the last run lingering in TIME_WAIT does not make the port busy.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((_HOST, port))
         except OSError:
