@@ -220,7 +220,7 @@ class Cluster:
     # --- reads --------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        return Snapshot(self.node_infos.values())
+        return Snapshot.from_map(self.node_infos)
 
     def pdb_list(self) -> list[PodDisruptionBudget]:
         self.refresh_pdb_status()

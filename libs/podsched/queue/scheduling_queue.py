@@ -103,24 +103,45 @@ class SchedulingQueue:
         self._active: list[tuple[int, float, int, str]] = []
         self._backoff: list[tuple[float, int, float, int, str]] = []
         self._where: dict[str, str] = {}  # uid -> ACTIVE / BACKOFF / UNSCHEDULABLE / IN_FLIGHT
+        # The pods in unschedulablePods, each with the order it first entered `_where`: events scan
+        # only these (not every pending pod), in the order a scan of `_where` would visit them.
+        self._unschedulable: dict[str, int] = {}
+        self._first_seen: dict[str, int] = {}
         self._entry_seq: dict[str, int] = {}  # uid -> seq of its live heap entry (lazy deletion)
         self._infos: dict[str, QueuedPodInfo] = {}
         self._in_flight_events: dict[str, list[str]] = {}
 
     # --- bookkeeping --------------------------------------------------------------------------
 
+    def _place(self, uid: str, where: str) -> None:
+        if uid not in self._where:
+            self._first_seen[uid] = next(self._seq)
+        self._where[uid] = where
+        if where == UNSCHEDULABLE:
+            self._unschedulable[uid] = self._first_seen[uid]
+        else:
+            self._unschedulable.pop(uid, None)
+
+    def _forget(self, uid: str) -> None:
+        self._where.pop(uid, None)
+        self._first_seen.pop(uid, None)
+        self._unschedulable.pop(uid, None)
+
+    def _unschedulable_in_order(self) -> list[str]:
+        return sorted(self._unschedulable, key=self._unschedulable.__getitem__)
+
     def _push_active(self, info: QueuedPodInfo) -> None:
         seq = next(self._seq)
         uid = info.pod.uid
         self._entry_seq[uid] = seq
-        self._where[uid] = ACTIVE
+        self._place(uid, ACTIVE)
         heapq.heappush(self._active, (-info.priority, info.timestamp, seq, uid))
 
     def _push_backoff(self, info: QueuedPodInfo) -> None:
         seq = next(self._seq)
         uid = info.pod.uid
         self._entry_seq[uid] = seq
-        self._where[uid] = BACKOFF
+        self._place(uid, BACKOFF)
         heapq.heappush(self._backoff, (self.backoff_expiry(info), -info.priority, info.timestamp, seq, uid))
 
     def backoff_duration(self, info: QueuedPodInfo) -> float:
@@ -179,7 +200,7 @@ class SchedulingQueue:
 
     def delete(self, pod: Pod) -> None:
         self._infos.pop(pod.uid, None)
-        self._where.pop(pod.uid, None)
+        self._forget(pod.uid)
         self._entry_seq.pop(pod.uid, None)
         self._in_flight_events.pop(pod.uid, None)
         self.nominator.remove(pod)
@@ -232,7 +253,7 @@ class SchedulingQueue:
         if info is None:
             return None
         uid = info.pod.uid
-        self._where[uid] = IN_FLIGHT
+        self._place(uid, IN_FLIGHT)
         self._entry_seq.pop(uid, None)
         info.attempts += 1
         if info.initial_attempt_timestamp is None:
@@ -245,7 +266,7 @@ class SchedulingQueue:
         self._in_flight_events.pop(uid, None)
         if self._where.get(uid) == IN_FLIGHT:
             self._infos.pop(uid, None)
-            self._where.pop(uid, None)
+            self._forget(uid)
 
     def add_unschedulable_if_not_present(
         self, info: QueuedPodInfo, rejector_plugins: set[str], error: bool = False, message: str = ""
@@ -272,7 +293,7 @@ class SchedulingQueue:
             self._requeue(info)
             return self._where[uid]
         info.unschedulable_since = now
-        self._where[uid] = UNSCHEDULABLE
+        self._place(uid, UNSCHEDULABLE)
         return UNSCHEDULABLE
 
     # --- events -------------------------------------------------------------------------------
@@ -283,9 +304,7 @@ class SchedulingQueue:
         for events in self._in_flight_events.values():
             events.append(event)
         moved = 0
-        for uid, where in list(self._where.items()):
-            if where != UNSCHEDULABLE:
-                continue
+        for uid in self._unschedulable_in_order():
             info = self._infos[uid]
             if any(plugin_cares(plugin, event) for plugin in info.unschedulable_plugins):
                 self._requeue(info)
@@ -296,12 +315,11 @@ class SchedulingQueue:
         """Pods that waited longer than podMaxInUnschedulablePodsDuration are retried."""
         now = self.clock()
         moved = 0
-        for uid, where in list(self._where.items()):
-            if where == UNSCHEDULABLE:
-                info = self._infos[uid]
-                if now - info.unschedulable_since > self.max_in_unschedulable:
-                    self._requeue(info)
-                    moved += 1
+        for uid in self._unschedulable_in_order():
+            info = self._infos[uid]
+            if now - info.unschedulable_since > self.max_in_unschedulable:
+                self._requeue(info)
+                moved += 1
         return moved
 
     def activate(self, uid: str) -> None:
