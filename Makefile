@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv protos lint test test-unit kafka-install jaeger-install run up down status simulate bench-core clean
+.PHONY: help venv protos lint test test-unit kafka-install jaeger-install run up down status simulate bench-core bench clean
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -19,6 +19,7 @@ help:
 	@echo "make simulate   - the example in one process on a simulated clock (podsched simulate)"
 	@echo "make test       - lint, then the whole test suite against a real Kafka broker and a real Jaeger"
 	@echo "make bench-core - scheduling-core micro benchmarks (plain vs fast path), JSON lines"
+	@echo "make bench      - upstream scheduler_perf workloads end to end through the services and Kafka (WORKLOAD=name for one)"
 	@echo "make protos     - generate Python code from protos/ into $(PROTO_OUT) (never committed)"
 
 $(STAMP): pyproject.toml
@@ -70,6 +71,10 @@ simulate: $(STAMP)
 
 bench-core: $(STAMP)
 	$(PY) -m benchmarks.core
+
+# WORKLOAD=SchedulingBasic|PreemptionBasic500|PreemptionBasic1000|PreemptionAsync|Unschedulable; BENCH_ARGS e.g. --scale 0.1
+bench: protos kafka-install
+	$(PY) -m benchmarks.scheduler_perf $(if $(WORKLOAD),--workload $(WORKLOAD)) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

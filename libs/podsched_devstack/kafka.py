@@ -113,8 +113,7 @@ def _find_tool(name: str) -> str:
     found = shutil.which(name)
     if found is None:
         raise DevstackError(
-            f"`{name}` is not on PATH. The local Kafka broker needs a Java 17+ runtime and Maven: "
-            + INSTALL_HINT
+            f"`{name}` is not on PATH. The local Kafka broker needs a Java 17+ runtime and Maven: " + INSTALL_HINT
         )
     return found
 
@@ -586,8 +585,7 @@ class KafkaBroker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise DevstackError(
-                    f"Kafka broker on {self.bootstrap_servers} not ready after {timeout:.0f} s.\n"
-                    + self._log_tails()
+                    f"Kafka broker on {self.bootstrap_servers} not ready after {timeout:.0f} s.\n" + self._log_tails()
                 )
             # Waiting on the process (not a bare sleep) paces the probes and notices a crash immediately.
             with contextlib.suppress(subprocess.TimeoutExpired):

@@ -171,6 +171,21 @@ def process_span(record: Any) -> Iterator[Span | None]:
         yield span
 
 
+def carrier_of(span: Span) -> dict[str, str]:
+    """W3C trace context of `span` as a string map (for a per-item field of a batched request)."""
+    carrier: dict[str, str] = {}
+    if _enabled and span.get_span_context().is_valid:
+        propagate.inject(carrier, context=trace.set_span_in_context(span))
+    return carrier
+
+
+def context_from_carrier(carrier: Any) -> otel_context.Context | None:
+    """The context a `carrier_of` map holds, or None (tracing off, or nothing sent)."""
+    if not _enabled or not carrier:
+        return None
+    return propagate.extract(dict(carrier))
+
+
 def pod_attributes(pod: Any) -> dict[str, Any]:
     """Who a span is about, in OpenTelemetry's k8s attribute names."""
     return {

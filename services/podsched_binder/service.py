@@ -373,12 +373,13 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         )
 
     async def Bind(self, request: binder_pb2.BindRequest, context: grpc.aio.ServicerContext) -> Any:
-        bindings = [(b.pod_uid, b.node_name) for b in request.bindings]
+        bindings = [(b.pod_uid, b.node_name, telemetry.context_from_carrier(b.trace_context)) for b in request.bindings]
 
         def bind_all(cluster: Cluster) -> list[binder_pb2.BindResult]:
             results = []
-            for pod_uid, node_name in bindings:
-                with telemetry.tracer().start_as_current_span("bind pod") as span:
+            for pod_uid, node_name, pod_trace in bindings:
+                # Under the pod's attempt when the queue sent it (a Bind carries many pods), else the RPC.
+                with telemetry.tracer().start_as_current_span("bind pod", context=pod_trace) as span:
                     pod = cluster.pods_by_uid.get(pod_uid)
                     if pod is not None:
                         span.set_attributes(telemetry.pod_attributes(pod))

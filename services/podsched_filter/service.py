@@ -75,8 +75,7 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
                     pod, cluster.snapshot(), cluster.pdb_list(), self.copy.nominator, time.time()
                 )
                 placements.append(placement(ref.uid, result, len(cluster.node_infos)))
-                if len(request.pods) == 1:
-                    _describe_on_span(pod, placements[-1])
+                _explain(pod, placements[-1], ref, single=len(request.pods) == 1)
                 if not result.node_name:
                     break
                 if len(request.pods) > 1 and not ref.pod_json:
@@ -91,9 +90,19 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
         return filter_pb2.FindNodesResponse(placements=placements, resource_version=replica.version)
 
 
-def _describe_on_span(pod: Pod, found: filter_pb2.Placement) -> None:
-    """What the FindNodes span needs to explain a single pod's Filter/Score outcome."""
-    span = trace.get_current_span()
+def _explain(pod: Pod, found: filter_pb2.Placement, ref: filter_pb2.PodToPlace, single: bool) -> None:
+    """A pod's Filter/Score outcome on a span of the pod's own trace: a "filter pod" span under the
+    context the queue sent with the pod, or, for a lone pod sent without one, the RPC's span."""
+    parent = telemetry.context_from_carrier(ref.trace_context)
+    if parent is not None:
+        span = telemetry.tracer().start_span("filter pod", context=parent)
+        _describe_on_span(span, pod, found)
+        span.end()
+    elif single:
+        _describe_on_span(trace.get_current_span(), pod, found)
+
+
+def _describe_on_span(span: trace.Span, pod: Pod, found: filter_pb2.Placement) -> None:
     if not span.is_recording():
         return
     span.set_attributes(telemetry.pod_attributes(pod))

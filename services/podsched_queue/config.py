@@ -24,3 +24,8 @@ class QueueConfig(CommonConfig):
     filter_address: str = DEFAULT_FILTER_ADDRESS
     preemption_address: str = DEFAULT_PREEMPTION_ADDRESS
     binder_address: str = DEFAULT_BINDER_ADDRESS
+    # Pods popped per scheduling batch: placed in queue order by one FindNodes (each with the earlier
+    # ones assumed) and bound by one Bind, which decides what as many one-pod cycles would. 1 = one
+    # pod per cycle, the default: with larger batches the kill -9 test has seen 2 preemptions more
+    # than needed (102 victims for 100 preemptors), not yet explained.
+    batch_size: int = 1

@@ -17,6 +17,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -75,6 +76,39 @@ PENDING_PODS = Gauge(
     ["queue"],
 )
 QUEUE_LABELS = {sq.ACTIVE: "active", sq.BACKOFF: "backoff", sq.UNSCHEDULABLE: "unschedulable"}
+
+
+@dataclass
+class Attempt:
+    """One pod's scheduling attempt within a batch: its span (in the pod's trace) and its metrics."""
+
+    info: sq.QueuedPodInfo
+    pod: Pod
+    span: Span
+    began: float
+    finished: bool = False
+
+    @staticmethod
+    def start(info: sq.QueuedPodInfo, pod: Pod, pod_trace: otel_context.Context | None) -> Attempt:
+        span = telemetry.tracer().start_span(
+            "scheduling attempt", context=pod_trace, attributes=telemetry.pod_attributes(pod)
+        )
+        span.set_attribute("podsched.attempt", info.attempts)
+        return Attempt(info, pod, span, time.perf_counter())
+
+    def finish(self, result: str) -> None:
+        """kube-scheduler's result label (scheduled, unschedulable, error); "requeued" for a pod the
+        batch returned untried, which is not an attempt and is not counted."""
+        if self.finished:
+            return
+        self.finished = True
+        self.span.set_attribute("podsched.result", result)
+        if result == "error":
+            self.span.set_status(StatusCode.ERROR)
+        self.span.end()
+        if result != "requeued":
+            SCHEDULE_ATTEMPTS.labels(result, PROFILE).inc()
+            ATTEMPT_DURATION.labels(result, PROFILE).observe(time.perf_counter() - self.began)
 
 
 class QueueService:
@@ -164,8 +198,8 @@ class QueueService:
             if now - last_flush >= LEFTOVER_FLUSH_INTERVAL:
                 self.queue.flush_unschedulable_leftover()
                 last_flush = now
-            info = self.queue.pop()
-            if info is None:
+            batch = self._pop_batch()
+            if not batch:
                 self._wake.clear()
                 timeout = LEFTOVER_FLUSH_INTERVAL
                 expiry = self.queue.next_backoff_expiry()
@@ -175,54 +209,96 @@ class QueueService:
                     await asyncio.wait_for(self._wake.wait(), timeout)
                 continue
             try:
-                await self._schedule_one(info)
+                await self._schedule_batch(batch)
             except asyncio.CancelledError:
                 raise
-            except Exception as error:  # a peer is down or restarting: retry the pod with backoff
-                log.warning("scheduling %s failed: %s", info.pod.name, error)
-                self.queue.add_unschedulable_if_not_present(info, set(), error=True, message=str(error))
+            except Exception as error:  # a peer is down or restarting: retry the pods with backoff
+                log.warning("scheduling %d pod(s) from %s failed: %s", len(batch), batch[0].pod.name, error)
+                for info in batch:
+                    if self.queue.location(info.pod.uid) == sq.IN_FLIGHT:  # not resolved before the error
+                        self.queue.add_unschedulable_if_not_present(info, set(), error=True, message=str(error))
                 await asyncio.sleep(0.2)
 
-    async def _schedule_one(self, info: sq.QueuedPodInfo) -> None:
-        pod = self.cluster.pods_by_uid.get(info.pod.uid)
-        if pod is None or pod.spec.node_name:
-            self.queue.done(info.pod.uid)
-            return
-        self.cycles += 1
-        began = time.perf_counter()
-        result = "error"
-        with telemetry.tracer().start_as_current_span(
-            "scheduling attempt", context=self.pod_contexts.get(pod.uid), attributes=telemetry.pod_attributes(pod)
-        ) as span:
-            span.set_attribute("podsched.attempt", info.attempts)
-            try:
-                result = await self._attempt(info, pod, span)
-            finally:
-                span.set_attribute("podsched.result", result)
-                SCHEDULE_ATTEMPTS.labels(result, PROFILE).inc()
-                ATTEMPT_DURATION.labels(result, PROFILE).observe(time.perf_counter() - began)
+    def _pop_batch(self) -> list[sq.QueuedPodInfo]:
+        """Up to batch_size pods, popped in queue order."""
+        batch: list[sq.QueuedPodInfo] = []
+        while len(batch) < self.config.batch_size and (info := self.queue.pop()) is not None:
+            batch.append(info)
+        return batch
 
-    async def _attempt(self, info: sq.QueuedPodInfo, pod: Pod, span: Span) -> str:
-        """One scheduling cycle; returns kube-scheduler's result label (scheduled, unschedulable, error)."""
-        found = await self.filter.FindNodes(
-            filter_pb2.FindNodesRequest(
-                pods=[filter_pb2.PodToPlace(uid=pod.uid)], min_resource_version=self.view_version
+    async def _schedule_batch(self, batch: list[sq.QueuedPodInfo]) -> None:
+        """Consecutive scheduling cycles of the popped pods, with one FindNodes and one Bind.
+
+        The filter places the pods in queue order, each on the cluster with the earlier ones assumed
+        on their nodes, and stops at the first pod that fits nowhere: exactly what that many
+        one-pod cycles decide. The placed pods are bound together (one binder transaction), then the
+        pod that did not fit goes through PostFilter on a view that includes those binds, and the
+        pods after it go back to activeQ untried, in their places."""
+        attempts: list[Attempt] = []
+        for info in batch:
+            pod = self.cluster.pods_by_uid.get(info.pod.uid)
+            if pod is None or pod.spec.node_name:
+                self.queue.done(info.pod.uid)
+                continue
+            attempts.append(Attempt.start(info, pod, self.pod_contexts.get(pod.uid)))
+        if not attempts:
+            return
+        self.cycles += len(attempts)
+        try:
+            found = await self.filter.FindNodes(
+                filter_pb2.FindNodesRequest(
+                    pods=[
+                        filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=telemetry.carrier_of(a.span))
+                        for a in attempts
+                    ],
+                    min_resource_version=self.view_version,
+                ),
+                timeout=RPC_TIMEOUT,
+            )
+            placements = list(found.placements)
+            for attempt, placement in zip(attempts, placements, strict=False):
+                attempt.span.set_attributes(
+                    {
+                        "podsched.feasible_nodes": placement.feasible_nodes,
+                        "podsched.evaluated_nodes": placement.evaluated_nodes,
+                    }
+                )
+            placed = [(a, p) for a, p in zip(attempts, placements, strict=False) if p.node_name]
+            if placed:
+                await self._bind(placed)
+            for attempt in attempts[len(placements) :]:  # after the pod that fit nowhere: not attempted
+                self.queue.unpop(attempt.info)
+                attempt.finish("requeued")
+            unplaced = [(a, p) for a, p in zip(attempts, placements, strict=False) if not p.node_name]
+            for attempt, placement in unplaced:
+                with trace.use_span(attempt.span, end_on_exit=False):
+                    attempt.finish(await self._after_filter_failure(attempt, placement))
+        finally:
+            for attempt in attempts:
+                attempt.finish("error")  # only those an exception interrupted are still open
+
+    async def _bind(self, placed: list[tuple[Attempt, filter_pb2.Placement]]) -> None:
+        bound = await self.binder.Bind(
+            binder_pb2.BindRequest(
+                bindings=[
+                    binder_pb2.Binding(
+                        pod_uid=a.pod.uid, node_name=p.node_name, trace_context=telemetry.carrier_of(a.span)
+                    )
+                    for a, p in placed
+                ]
             ),
             timeout=RPC_TIMEOUT,
         )
-        placement = found.placements[0]
-        span.set_attributes(
-            {"podsched.feasible_nodes": placement.feasible_nodes, "podsched.evaluated_nodes": placement.evaluated_nodes}
-        )
-        if placement.node_name:
-            span.set_attribute("k8s.node.name", placement.node_name)
-            bound = await self.binder.Bind(
-                binder_pb2.BindRequest(bindings=[binder_pb2.Binding(pod_uid=pod.uid, node_name=placement.node_name)]),
-                timeout=RPC_TIMEOUT,
-            )
-            self.saw(bound.resource_version, bound.event_sequence)
-            result = bound.results[0]
-            if result.bound:
+        self.saw(bound.resource_version, bound.event_sequence)
+        for (attempt, placement), result in zip(placed, bound.results, strict=True):
+            pod = attempt.pod
+            attempt.span.set_attribute("k8s.node.name", placement.node_name)
+            if not result.bound:
+                with trace.use_span(attempt.span, end_on_exit=False):
+                    await self._record_failure(attempt.info, pod, result.message, error=True)
+                attempt.finish("error")
+                continue
+            with trace.use_span(attempt.span, end_on_exit=False):
                 telemetry.decision(
                     log,
                     "Scheduled %s/%s to %s",
@@ -232,11 +308,13 @@ class QueueService:
                     decision=ev.SCHEDULED,
                     pod=f"{pod.namespace}/{pod.name}",
                     node=placement.node_name,
-                    attempt=info.attempts,
+                    attempt=attempt.info.attempts,
                 )
-                return "scheduled"
-            await self._record_failure(info, pod, result.message, error=True)
-            return "error"
+            attempt.finish("scheduled")
+
+    async def _after_filter_failure(self, attempt: Attempt, placement: filter_pb2.Placement) -> str:
+        """PostFilter and the failure's writes for a pod that fit nowhere; returns the result label."""
+        info, pod, span = attempt.info, attempt.pod, attempt.span
         if placement.error:
             await self._record_failure(info, pod, placement.error, error=True)
             return "error"

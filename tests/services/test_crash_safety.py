@@ -107,7 +107,15 @@ def settle(api: Api, expected_pods: int, timeout: float = 300, quiet: float = 3.
         elif time.monotonic() - since >= quiet:
             return
         time.sleep(0.2)
-    raise AssertionError(f"the cluster did not settle in {timeout}s")
+    pending = [
+        name
+        for name, p in api.pods().items()
+        if p["metadata"].get("deletionTimestamp") or not p["spec"].get("nodeName")
+    ]
+    raise AssertionError(
+        f"the cluster did not settle in {timeout}s: {len(api.pods())} pods (expected {expected_pods}), "
+        f"not settled: {sorted(pending)[:20]}"
+    )
 
 
 @pytest.mark.timeout(900)

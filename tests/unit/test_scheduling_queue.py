@@ -172,3 +172,19 @@ def test_nominator_keeps_a_scheduler_nomination_across_unrelated_updates_and_ign
     bound = make_pod("p").uid(pod.uid).node("n2").obj()
     nominator.add(PodInfo(bound), "n1")
     assert len(nominator) == 0
+
+
+def test_unpop_returns_an_untried_pod_to_its_place_without_counting_an_attempt() -> None:
+    clock = FakeClock()
+    queue = new_queue(clock)
+    for name, priority in (("a", 10), ("b", 10), ("c", 5)):
+        queue.add(make_pod(name).priority(priority).obj())
+        clock.now += 1
+    first, second = queue.pop(), queue.pop()
+    assert first is not None and second is not None
+    assert (first.pod.name, second.pod.name) == ("a", "b")
+    queue.unpop(second)
+    assert second.attempts == 0 and second.initial_attempt_timestamp is None
+    assert queue.location(second.pod.uid) == sq.ACTIVE
+    again = queue.pop()
+    assert again is not None and again.pod.name == "b" and again.attempts == 1

@@ -43,9 +43,7 @@ def record_scheduling_failure(
         for victim in victims:
             cluster.preempt_victim(victim.uid, pod, nominated_node)
         for uid in clear_nomination_uids:
-            cluster.clear_nomination(
-                uid, f"pod {pod.namespace}/{pod.name} with higher priority preempted on that node"
-            )
+            cluster.clear_nomination(uid, f"pod {pod.namespace}/{pod.name} with higher priority preempted on that node")
         cluster.nominate(pod.uid, nominated_node, len(victim_uids))
     elif clear_own_nomination and pod.status.nominated_node_name:
         cluster.clear_nomination(pod.uid, "preemption is not helpful for scheduling")

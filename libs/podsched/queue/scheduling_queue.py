@@ -261,6 +261,18 @@ class SchedulingQueue:
         self._in_flight_events[uid] = []
         return info
 
+    def unpop(self, info: QueuedPodInfo) -> None:
+        """Return a popped pod that was not attempted (a batch stopped before it) to activeQ, as if
+        it had never been popped: same attempt count, same place in the order."""
+        uid = info.pod.uid
+        if self._where.get(uid) != IN_FLIGHT:
+            return
+        self._in_flight_events.pop(uid, None)
+        info.attempts -= 1
+        if info.attempts == 0:
+            info.initial_attempt_timestamp = None
+        self._push_active(info)
+
     def done(self, uid: str) -> None:
         """The pod left the scheduling cycle bound (or deleted): forget it."""
         self._in_flight_events.pop(uid, None)
