@@ -23,7 +23,7 @@ from typing import Any
 import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, StatusCode
+from opentelemetry.trace import Link, Span, StatusCode
 from prometheus_client import Counter, Gauge, Histogram
 
 from podsched.api.errors import ApiError
@@ -244,38 +244,53 @@ class QueueService:
         if not attempts:
             return
         self.cycles += len(attempts)
-        try:
-            found = await self.filter.FindNodes(
-                filter_pb2.FindNodesRequest(
-                    pods=[
-                        filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=telemetry.carrier_of(a.span))
-                        for a in attempts
-                    ],
-                    min_resource_version=self.view_version,
-                ),
-                timeout=RPC_TIMEOUT,
+        # The calls of a one-pod batch belong to that pod's attempt; a larger batch's calls get a span
+        # of their own, linked to every pod's attempt (each pod's own outcome is in its trace anyway).
+        if len(attempts) == 1:
+            calls_span = attempts[0].span
+        else:
+            calls_span = telemetry.tracer().start_span(
+                "scheduling batch",
+                links=[Link(a.span.get_span_context()) for a in attempts],
+                attributes={"podsched.batch_size": len(attempts)},
             )
-            placements = list(found.placements)
-            for attempt, placement in zip(attempts, placements, strict=False):
-                attempt.span.set_attributes(
-                    {
-                        "podsched.feasible_nodes": placement.feasible_nodes,
-                        "podsched.evaluated_nodes": placement.evaluated_nodes,
-                    }
-                )
-            placed = [(a, p) for a, p in zip(attempts, placements, strict=False) if p.node_name]
-            if placed:
-                await self._bind(placed)
-            for attempt in attempts[len(placements) :]:  # after the pod that fit nowhere: not attempted
-                self.queue.unpop(attempt.info)
-                attempt.finish("requeued")
-            unplaced = [(a, p) for a, p in zip(attempts, placements, strict=False) if not p.node_name]
-            for attempt, placement in unplaced:
-                with trace.use_span(attempt.span, end_on_exit=False):
-                    attempt.finish(await self._after_filter_failure(attempt, placement))
+        try:
+            with trace.use_span(calls_span, end_on_exit=len(attempts) > 1):
+                await self._place(attempts)
         finally:
             for attempt in attempts:
                 attempt.finish("error")  # only those an exception interrupted are still open
+
+    async def _place(self, attempts: list[Attempt]) -> None:
+        """FindNodes for the batch, Bind for the placed prefix, the rest back to activeQ untried,
+        and PostFilter for the pod that fit nowhere."""
+        found = await self.filter.FindNodes(
+            filter_pb2.FindNodesRequest(
+                pods=[
+                    filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=telemetry.carrier_of(a.span)) for a in attempts
+                ],
+                min_resource_version=self.view_version,
+            ),
+            timeout=RPC_TIMEOUT,
+        )
+        placements = list(found.placements)
+        for attempt, placement in zip(attempts, placements, strict=False):
+            attempt.span.set_attributes(
+                {
+                    "podsched.feasible_nodes": placement.feasible_nodes,
+                    "podsched.evaluated_nodes": placement.evaluated_nodes,
+                }
+            )
+        placed = [(a, p) for a, p in zip(attempts, placements, strict=False) if p.node_name]
+        if placed:
+            await self._bind(placed)
+        for attempt in attempts[len(placements) :]:  # after the pod that fit nowhere: not attempted
+            self.queue.unpop(attempt.info)
+            attempt.finish("requeued")
+        unplaced = [(a, p) for a, p in zip(attempts, placements, strict=False) if not p.node_name]
+        for attempt, placement in unplaced:
+            with trace.use_span(attempt.span, end_on_exit=False):
+                attempt.finish(await self._after_filter_failure(attempt, placement))
 
     async def _bind(self, placed: list[tuple[Attempt, filter_pb2.Placement]]) -> None:
         bound = await self.binder.Bind(
