@@ -242,12 +242,22 @@ async def wait_bound(watch: BindWatch, namespace: str, count: int, progress: Pro
 
 
 async def run_workload(
-    workload: Workload, broker: KafkaBroker, run_dir: Path, workers: int, timeout: float, scale: float = 1.0
+    workload: Workload,
+    broker: KafkaBroker,
+    run_dir: Path,
+    workers: int,
+    timeout: float,
+    scale: float = 1.0,
+    batch_size: int = 0,
 ) -> dict[str, Any]:
     prefix = f"perf{uuid.uuid4().hex[:8]}."
     stack = ServiceStack(
         StackSettings.on_free_ports(
-            broker.bootstrap_servers, run_dir / prefix.rstrip("."), topic_prefix=prefix, workers=workers
+            broker.bootstrap_servers,
+            run_dir / prefix.rstrip("."),
+            topic_prefix=prefix,
+            workers=workers,
+            extra_env={"PODSCHED_BATCH_SIZE": str(batch_size)} if batch_size else {},
         )
     )
     stack.start()
@@ -339,6 +349,7 @@ async def run_workload(
             "samples": summary.samples,
             "workers": workers,
             "scale": scale,
+            "batch_size": batch_size or 1,
             "_ticks": [(t - began, n) for t, n in ticks],
         }
     finally:
@@ -389,7 +400,7 @@ async def main_async(args: argparse.Namespace) -> int:
             for name in names:
                 workload = WORKLOADS[name].scaled(args.scale)
                 result = await run_workload(
-                    workload, broker, Path(tmp) / "runs", args.workers, args.timeout, args.scale
+                    workload, broker, Path(tmp) / "runs", args.workers, args.timeout, args.scale, args.batch_size
                 )
                 print(json.dumps({k: v for k, v in result.items() if not k.startswith("_")}), flush=True)
                 results.append(result)
@@ -409,6 +420,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply nodes and pod counts (quick runs)")
     parser.add_argument("--workers", type=int, default=2, help="preemption worker processes")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for each phase")
+    parser.add_argument("--batch-size", type=int, default=0, help="the queue's PODSCHED_BATCH_SIZE (0: its default)")
     parser.add_argument("--plot-dir", type=Path, default=Path(".cache/bench"))
     sys.exit(asyncio.run(main_async(parser.parse_args())))
 
