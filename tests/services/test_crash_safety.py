@@ -112,9 +112,14 @@ def settle(api: Api, expected_pods: int, timeout: float = 300, quiet: float = 3.
         for name, p in api.pods().items()
         if p["metadata"].get("deletionTimestamp") or not p["spec"].get("nodeName")
     ]
+    victims_by_preemptor: dict[str, list[str]] = {}
+    for event in api.events():
+        if event.reason == "Preempted":
+            victims_by_preemptor.setdefault(event.related.name, []).append(event.involved_object.name)
+    several = {name: victims for name, victims in victims_by_preemptor.items() if len(victims) > 1}
     raise AssertionError(
         f"the cluster did not settle in {timeout}s: {len(api.pods())} pods (expected {expected_pods}), "
-        f"not settled: {sorted(pending)[:20]}"
+        f"not settled: {sorted(pending)[:20]}, preemptors with several victims: {several}"
     )
 
 
