@@ -282,17 +282,24 @@ class QueueService:
                 }
             )
         placed = [(a, p) for a, p in zip(attempts, placements, strict=False) if p.node_name]
-        if placed:
-            await self._bind(placed)
-        for attempt in attempts[len(placements) :]:  # after the pod that fit nowhere: not attempted
+        all_bound = await self._bind(placed) if placed else True
+        unplaced = [(a, p) for a, p in zip(attempts, placements, strict=False) if not p.node_name]
+        untried = attempts[len(placements) :]  # after the pod that fit nowhere: not attempted
+        if not all_bound:
+            # The pod that fit nowhere was filtered with every earlier pod assumed in place, and one
+            # of those binds was refused: its diagnosis is of a cluster that does not exist, so it
+            # is not attempted now (no PostFilter, no preemption) but filtered again next batch.
+            untried += [a for a, p in unplaced if not p.error]
+            unplaced = [(a, p) for a, p in unplaced if p.error]
+        for attempt in untried:
             self.queue.unpop(attempt.info)
             attempt.finish("requeued")
-        unplaced = [(a, p) for a, p in zip(attempts, placements, strict=False) if not p.node_name]
         for attempt, placement in unplaced:
             with trace.use_span(attempt.span, end_on_exit=False):
                 attempt.finish(await self._after_filter_failure(attempt, placement))
 
-    async def _bind(self, placed: list[tuple[Attempt, filter_pb2.Placement]]) -> None:
+    async def _bind(self, placed: list[tuple[Attempt, filter_pb2.Placement]]) -> bool:
+        """Bind the placed pods in one request; True if every bind was accepted."""
         bound = await self.binder.Bind(
             binder_pb2.BindRequest(
                 bindings=[
@@ -305,10 +312,12 @@ class QueueService:
             timeout=RPC_TIMEOUT,
         )
         self.saw(bound.resource_version, bound.event_sequence)
+        all_bound = True
         for (attempt, placement), result in zip(placed, bound.results, strict=True):
             pod = attempt.pod
             attempt.span.set_attribute("k8s.node.name", placement.node_name)
             if not result.bound:
+                all_bound = False
                 with trace.use_span(attempt.span, end_on_exit=False):
                     await self._record_failure(attempt.info, pod, result.message, error=True)
                 attempt.finish("error")
@@ -326,6 +335,7 @@ class QueueService:
                     attempt=attempt.info.attempts,
                 )
             attempt.finish("scheduled")
+        return all_bound
 
     async def _after_filter_failure(self, attempt: Attempt, placement: filter_pb2.Placement) -> str:
         """PostFilter and the failure's writes for a pod that fit nowhere; returns the result label."""
