@@ -192,10 +192,16 @@ def test_one_trace_metrics_and_logs_tell_the_preemption_story(traced_stack: Serv
     }
     assert len(trace_ids) == 1, f"the preemptor's spans are in {len(trace_ids)} traces"
     (trace_id,) = trace_ids
-    # The binder's last spans (the bind) may be exported a moment after the queue's.
-    trace = jaeger_api.wait_for_trace(
-        jaeger.query_url, trace_id, lambda t: any(s["operationName"] == "bind pod" for s in t["spans"]), timeout=30
-    )
+
+    # Each process exports in its own batches: wait until the bind is there and no span's parent is
+    # still missing (a parent ends, so is exported, after its children: a producer span after the
+    # consumers of its records, an attempt after its calls).
+    def complete(t: dict[str, Any]) -> bool:
+        ids = {s["spanID"] for s in t["spans"]}
+        linked = all(parent_of(s) is None or parent_of(s) in ids for s in t["spans"])
+        return linked and any(s["operationName"] == "bind pod" for s in t["spans"])
+
+    trace = jaeger_api.wait_for_trace(jaeger.query_url, trace_id, complete, timeout=30)
     spans = {span["spanID"]: span for span in trace["spans"]}
     service_of = {sid: trace["processes"][span["processID"]]["serviceName"] for sid, span in spans.items()}
     assert set(service_of.values()) >= {"podsched-queue", "podsched-filter", "podsched-preemption", "podsched-binder"}
