@@ -37,6 +37,17 @@ class ClusterCopy:
         self.cluster.listeners.append(nominator_feed(self.nominator))
         self.replica = Replica(self.cluster, bootstrap, prefix, follow_events)
 
+    async def catch_up(self, min_resource_version: int, context: grpc.aio.ServicerContext) -> None:
+        """Until the copy has applied the caller's view; UNAVAILABLE if it cannot in time (the caller
+        retries rather than get an answer computed on an older cluster)."""
+        try:
+            await self.replica.wait_for(min_resource_version)
+        except TimeoutError:
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                f"cache at resource version {self.replica.version}, behind {min_resource_version}",
+            )
+
 
 class PodLookupError(Exception):
     """The request names a pod this service cannot use (gone, already bound, malformed)."""

@@ -115,18 +115,15 @@ Headers = list[tuple[str, bytes]]
 
 def headers_for(span: Span) -> Headers:
     """W3C trace context of `span` as Kafka record headers."""
-    carrier: dict[str, str] = {}
-    propagate.inject(carrier, context=trace.set_span_in_context(span))
-    return [(key, value.encode()) for key, value in carrier.items()]
+    return [(key, value.encode()) for key, value in carrier_of(span).items()]
 
 
 def context_from_headers(headers: Sequence[tuple[str, bytes]] | None) -> otel_context.Context | None:
+    """The context in a record's headers, or None (tracing off, or a record without trace context)."""
     if not headers:
         return None
     carrier = {key: value.decode(errors="replace") for key, value in headers}
-    if "traceparent" not in carrier:
-        return None
-    return propagate.extract(carrier)
+    return context_from_carrier(carrier) if "traceparent" in carrier else None
 
 
 def start_send_span(topic: str, record_count: int, parent: otel_context.Context | None) -> Span:

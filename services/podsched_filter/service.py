@@ -48,13 +48,7 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
 
     async def FindNodes(self, request: filter_pb2.FindNodesRequest, context: grpc.aio.ServicerContext) -> Any:
         replica = self.copy.replica
-        try:
-            await replica.wait_for(request.min_resource_version)
-        except TimeoutError:
-            await context.abort(
-                grpc.StatusCode.UNAVAILABLE,
-                f"cache at resource version {replica.version}, behind {request.min_resource_version}",
-            )
+        await self.copy.catch_up(request.min_resource_version, context)
         cluster = self.copy.cluster
         start_index = self.algorithm.next_start_node_index
         placements: list[filter_pb2.Placement] = []

@@ -79,13 +79,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
 
     async def PostFilter(self, request: preemption_pb2.PostFilterRequest, context: grpc.aio.ServicerContext) -> Any:
         replica = self.copy.replica
-        try:
-            await replica.wait_for(request.min_resource_version)
-        except TimeoutError:
-            await context.abort(
-                grpc.StatusCode.UNAVAILABLE,
-                f"cache at resource version {replica.version}, behind {request.min_resource_version}",
-            )
+        await self.copy.catch_up(request.min_resource_version, context)
         cluster = self.copy.cluster
         try:
             pod = pod_to_place(cluster, request.pod)
