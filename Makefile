@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv protos lint test test-unit kafka-install jaeger-install run up down status simulate bench-core bench clean
+.PHONY: help venv protos lint test test-unit kafka-install jaeger-install run up down status simulate bench-core bench certs clean
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -21,6 +21,7 @@ help:
 	@echo "make bench-core - scheduling-core micro benchmarks (plain vs fast path), JSON lines"
 	@echo "make bench      - upstream scheduler_perf workloads end to end through the services and Kafka (WORKLOAD=name for one)"
 	@echo "make protos     - generate Python code from protos/ into $(PROTO_OUT) (never committed)"
+	@echo "make certs      - development TLS certificates, tokens, policy and kubeconfig into $(CERTS_DIR) (docker compose uses them)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +76,11 @@ bench-core: $(STAMP)
 # WORKLOAD=SchedulingBasic|PreemptionBasic500|PreemptionBasic1000|PreemptionAsync|Unschedulable; BENCH_ARGS e.g. --scale 0.1
 bench: protos kafka-install
 	$(PY) -m benchmarks.scheduler_perf $(if $(WORKLOAD),--workload $(WORKLOAD)) $(BENCH_ARGS)
+
+# Development credentials for docker-compose.yml (TLS, mutual TLS, tokens, roles); .cache/ is ignored by git.
+CERTS_DIR := .cache/certs
+certs: $(STAMP)
+	$(PY) -m podsched_devstack certs $(CERTS_DIR)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

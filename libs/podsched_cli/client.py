@@ -15,6 +15,7 @@ import grpc
 
 from podsched_cli import tracing
 from podsched_cli.errors import RequestFailedError
+from podsched_cli.kubeconfig import Connection
 from podsched_cli.output import rpc_error_message
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
@@ -43,12 +44,26 @@ class EventWatch:
 
 
 class PodSchedClient:
-    """One channel to the server at `address`; unary calls give up after `timeout` seconds."""
+    """One channel to the server at `address` (a Connection: TLS, client certificate and bearer
+    token as it says); unary calls give up after `timeout` seconds."""
 
-    def __init__(self, address: str, timeout: float) -> None:
-        self.address = address
+    def __init__(self, address: str | Connection, timeout: float) -> None:
+        connection = address if isinstance(address, Connection) else Connection(address)
+        self.address = connection.address
         self.timeout = timeout
-        self._channel = grpc.insecure_channel(address)
+        self.tls = connection.tls
+        # Sent as plain metadata, not call credentials, so a token also works over plaintext (tests).
+        self._metadata = [("authorization", f"Bearer {connection.token}")] if connection.token else None
+        if connection.tls:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=connection.ca,
+                private_key=connection.client_key,
+                certificate_chain=connection.client_certificate,
+            )
+            options = [("grpc.ssl_target_name_override", connection.server_name)] if connection.server_name else []
+            self._channel = grpc.secure_channel(connection.address, credentials, options=options)
+        else:
+            self._channel = grpc.insecure_channel(connection.address)
         if tracing.enabled():
             # A CLIENT span per call, its W3C context in the metadata: the pod's trace starts here.
             from opentelemetry.instrumentation.grpc import client_interceptor
@@ -70,12 +85,19 @@ class PodSchedClient:
         code = error.code()
         details = error.details() if hasattr(error, "details") else ""
         name = code.name if code else "UNKNOWN"
+        if self.tls and name == "UNAVAILABLE" and _tls_failure(details or ""):
+            # The server refused our certificate (it closes the connection), or we refused its.
+            line = (
+                f"Unable to connect to the server {self.address}: the TLS handshake failed ({details}); "
+                "check --certificate-authority, --client-certificate and --client-key"
+            )
+            return RequestFailedError(line, unreachable=True)
         line = rpc_error_message(name, details, self.address, self.timeout)
         return RequestFailedError(line, unreachable=name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"))
 
     def _call(self, method: Any, request: Any) -> Any:
         try:
-            return method(request, timeout=self.timeout)
+            return method(request, timeout=self.timeout, metadata=self._metadata)
         except grpc.RpcError as error:
             raise self.failure(error) from None
 
@@ -114,4 +136,11 @@ class PodSchedClient:
         """Follow new events of `namespace` ("" for every namespace). No deadline: it runs until
         cancelled. The call starts at once, so events recorded while a list is read are not missed."""
         request = api_pb2.WatchRequest(include_events=True, namespace=namespace)
-        return EventWatch(self._stub.Watch(request), self)
+        return EventWatch(self._stub.Watch(request, metadata=self._metadata), self)
+
+
+def _tls_failure(details: str) -> bool:
+    if details.startswith("Error from server"):  # the server answered: something behind it is unavailable
+        return False
+    lowered = details.lower()
+    return any(sign in lowered for sign in ("handshake", "ssl", "socket closed", "certificate"))

@@ -20,6 +20,7 @@ from podsched_cli import tracing
 from podsched_cli.errors import RequestFailedError, UsageError
 
 ENV_SERVER = "PODSCHED_SERVER"
+ENV_KUBECONFIG = "PODSCHED_KUBECONFIG"
 DEFAULT_TIMEOUT_SECONDS = 30.0
 STDIN = "-"
 # kubectl names standard input this way in its messages (`error parsing STDIN: ...`).
@@ -43,7 +44,17 @@ def _simulate(args: argparse.Namespace) -> int:
         except ApiError as error:
             print(f"error: invalid --config {args.config}: {error.message}", file=sys.stderr)
             return 1
-    simulator = Simulator(config)
+    try:
+        from podsched.admission.resource_quota import load_admission_config
+
+        admission = load_admission_config(args.admission_config or "")
+    except OSError as error:
+        print(f"error: cannot read --admission-config {args.admission_config}: {error.strerror}", file=sys.stderr)
+        return 1
+    except ApiError as error:
+        print(f"error: invalid --admission-config {args.admission_config}: {error.message}", file=sys.stderr)
+        return 1
+    simulator = Simulator(config, admission=admission)
     for path in args.filename:
         try:
             simulator.apply_file(path)
@@ -79,11 +90,28 @@ def _out(text: str) -> None:
     sys.stdout.flush()
 
 
+def _connection(args: argparse.Namespace) -> Any:
+    """The server and credentials of the connection flags, the kubeconfig and the environment."""
+    from podsched_cli.kubeconfig import Flags, resolve
+    from podsched_service.config import DEFAULT_QUEUE_ADDRESS
+
+    flags = Flags(
+        server=args.server,
+        kubeconfig=getattr(args, "kubeconfig", None),
+        context=getattr(args, "context", None),
+        token=getattr(args, "token", None),
+        certificate_authority=getattr(args, "certificate_authority", None),
+        client_certificate=getattr(args, "client_certificate", None),
+        client_key=getattr(args, "client_key", None),
+    )
+    return resolve(flags, os.environ, DEFAULT_QUEUE_ADDRESS)
+
+
 @contextmanager
 def _connect(args: argparse.Namespace) -> Iterator[Any]:
     from podsched_cli.client import PodSchedClient
 
-    client = PodSchedClient(resolve_server(args.server, os.environ), args.timeout)
+    client = PodSchedClient(args.connection, args.timeout)
     try:
         yield client
     finally:
@@ -280,10 +308,11 @@ def _describe(args: argparse.Namespace) -> int:
         describe_pdb,
         describe_pod,
         describe_priority_class,
+        describe_resource_quota,
         event_to_dict,
         no_resources_message,
     )
-    from podsched_cli.resources import NODE, POD, PRIORITY_CLASS, parse_targets
+    from podsched_cli.resources import NODE, POD, PRIORITY_CLASS, RESOURCE_QUOTA, parse_targets
 
     targets = parse_targets(args.resources)
     failed = False
@@ -296,12 +325,13 @@ def _describe(args: argparse.Namespace) -> int:
                     _err(no_resources_message(resource, args.namespace or "", False))
                 for obj in objects:
                     uid = str((obj.get("metadata") or {}).get("uid", ""))
-                    # involved_uid alone selects the object's events; a node's events have no namespace.
-                    events = (
-                        [event_to_dict(e) for e in client.list_events(all_namespaces=True, involved_uid=uid)]
-                        if uid
-                        else []
+                    # involved_uid selects the object's events; asked in the object's namespace, so a
+                    # tenant (who may not list events across namespaces) can describe its own pods.
+                    namespace = str((obj.get("metadata") or {}).get("namespace", ""))
+                    listed = (
+                        client.list_events(namespace, all_namespaces=not namespace, involved_uid=uid) if uid else []
                     )
+                    events = [event_to_dict(e) for e in listed]
                     now = time.time()
                     if resource is POD:
                         descriptions.append(describe_pod(obj, events, now))
@@ -310,6 +340,8 @@ def _describe(args: argparse.Namespace) -> int:
                         descriptions.append(describe_node(obj, pods, events, now))
                     elif resource is PRIORITY_CLASS:
                         descriptions.append(describe_priority_class(obj, events, now))
+                    elif resource is RESOURCE_QUOTA:
+                        descriptions.append(describe_resource_quota(obj))
                     else:
                         descriptions.append(describe_pdb(obj, events, now))
             except RequestFailedError as error:
@@ -410,6 +442,16 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         default=argparse.SUPPRESS if suppress else DEFAULT_TIMEOUT_SECONDS,
         help="seconds to wait for each request (default: 30)",
     )
+    # kubectl's connection flags; the kubeconfig (README "Security") holds the same settings.
+    for flag, help_text in (
+        ("--kubeconfig", f"a kubeconfig-shaped file with the server and credentials (default: ${ENV_KUBECONFIG})"),
+        ("--context", "the kubeconfig context to use (default: its current-context)"),
+        ("--token", "bearer token for authentication to the API server"),
+        ("--certificate-authority", "path to a CA bundle that verifies the server (speak TLS)"),
+        ("--client-certificate", "path to a client certificate file for TLS"),
+        ("--client-key", "path to a client key file for TLS"),
+    ):
+        parent.add_argument(flag, default=argparse.SUPPRESS if suppress else None, help=help_text)
     return parent
 
 
@@ -437,6 +479,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     simulate.add_argument("-f", "--filename", action="append", required=True, help="manifest file (- for stdin)")
     simulate.add_argument("--config", help="a kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration file")
+    simulate.add_argument(
+        "--admission-config",
+        help="an apiserver.config.k8s.io/v1 AdmissionConfiguration file (ResourceQuota limitedResources)",
+    )
     simulate.add_argument("-o", "--output", choices=("json", "yaml", "table"), default="table")
     simulate.set_defaults(handler=_simulate)
 
@@ -460,7 +506,8 @@ def build_parser() -> argparse.ArgumentParser:
         "get",
         parents=shared,
         help="list objects",
-        description="KIND is pods|nodes|priorityclasses|poddisruptionbudgets (or po, no, pc, pdb, singular).",
+        description="KIND is pods|nodes|priorityclasses|poddisruptionbudgets|resourcequotas "
+        "(or po, no, pc, pdb, quota, singular).",
     )
     get.add_argument("resources", nargs="+", metavar="KIND [NAME...]", help="KIND [NAME...] or KIND/NAME...")
     _namespace_options(get)
@@ -499,6 +546,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     flush_traces = tracing.setup()
     try:
+        if args.command != "simulate":
+            args.connection = _connection(args)
+            # The kubeconfig context's namespace is the default for -n, as with kubectl.
+            if getattr(args, "namespace", None) == "" and args.connection.namespace:
+                args.namespace = args.connection.namespace
         return int(args.handler(args))
     except UsageError as error:
         _err(f"error: {error}")

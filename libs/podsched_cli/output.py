@@ -22,7 +22,15 @@ from podsched.api.timestamps import format_timestamp, parse_timestamp
 from podsched.api.types import Pod
 from podsched.cluster.events import Event, ObjectReference
 from podsched.framework.resource import pod_request_map
-from podsched_cli.resources import NODE, PDB, POD, PRIORITY_CLASS, ResourceType, resource_type_of_kind
+from podsched_cli.resources import (
+    NODE,
+    PDB,
+    POD,
+    PRIORITY_CLASS,
+    RESOURCE_QUOTA,
+    ResourceType,
+    resource_type_of_kind,
+)
 from podsched_proto.api.v1 import api_pb2
 from podsched_proto.events.v1 import events_pb2
 
@@ -316,11 +324,35 @@ def pdb_header(*, wide: bool = False) -> list[str]:
     return ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
 
 
+def _quota_usage_cells(quota: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """`name: used/hard` for every status.hard resource in name order, split as kubectl splits them:
+    `limits.*` to the LIMIT column, everything else to REQUEST. A resource with no usage yet is 0."""
+    status = _section(quota, "status")
+    hard, used = _section(status, "hard"), _section(status, "used")
+    requests: list[str] = []
+    limits: list[str] = []
+    for name in sorted(hard):
+        pieces = name.split(".")
+        target = limits if len(pieces) > 1 and pieces[0] == "limits" else requests
+        target.append(f"{name}: {used.get(name, '0')}/{hard[name]}")
+    return requests, limits
+
+
+def resource_quota_row(quota: Mapping[str, Any], now: float, *, wide: bool = False) -> list[str]:
+    requests, limits = _quota_usage_cells(quota)
+    return [_name(quota), age(_meta(quota).get("creationTimestamp"), now), ", ".join(requests), ", ".join(limits)]
+
+
+def resource_quota_header(*, wide: bool = False) -> list[str]:
+    return ["NAME", "AGE", "REQUEST", "LIMIT"]
+
+
 _COLUMNS = {
     POD.plural: (pod_header, pod_row),
     NODE.plural: (node_header, node_row),
     PRIORITY_CLASS.plural: (priority_class_header, priority_class_row),
     PDB.plural: (pdb_header, pdb_row),
+    RESOURCE_QUOTA.plural: (resource_quota_header, resource_quota_row),
 }
 
 
@@ -856,3 +888,44 @@ def describe_pdb(pdb: Mapping[str, Any], events: Sequence[Mapping[str, Any]], no
     ]
     lines += _event_lines(events, now)
     return _render(lines)
+
+
+_SCOPE_HELP = {
+    "Terminating": "Matches all pods that have an active deadline. These pods have a limited lifespan on a node "
+    "before being actively terminated by the system.",
+    "NotTerminating": "Matches all pods that do not have an active deadline. These pods usually include long running "
+    "pods whose container command is not expected to terminate.",
+    "BestEffort": "Matches all pods that do not have resource requirements set. These pods have a best effort "
+    "quality of service.",
+    "NotBestEffort": "Matches all pods that have at least one resource requirement set. These pods have a burstable "
+    "or guaranteed quality of service.",
+}
+
+
+def describe_resource_quota(quota: Mapping[str, Any]) -> str:
+    """`podsched describe quota`: kubectl's layout (name, namespace, scopes, then Used and Hard per
+    resource), plus the scope selector, which decides which pods the quota counts."""
+    spec, status = _section(quota, "spec"), _section(quota, "status")
+    head = [f"Name:\t{_name(quota)}", f"Namespace:\t{_namespace(quota) or DEFAULT_NAMESPACE}"]
+    scopes = sorted(str(scope) for scope in spec.get("scopes") or [])
+    if scopes:
+        head.append(f"Scopes:\t{', '.join(scopes)}")
+        head += [f" * {_SCOPE_HELP[scope]}" for scope in scopes if scope in _SCOPE_HELP]
+    selector = _section(spec, "scopeSelector")
+    if selector:
+        head.append(f"Scope Selector:\t{_scope_selector_text(selector)}")
+    hard, used = _section(status, "hard"), _section(status, "used")
+    table_lines = ["Resource\tUsed\tHard", "--------\t----\t----"]
+    table_lines += [f"{name}\t{used.get(name, '0')}\t{hard[name]}" for name in sorted(hard)]
+    return _render(head, table_lines)
+
+
+def _scope_selector_text(selector: Mapping[str, Any]) -> str:
+    parts = []
+    for requirement in selector.get("matchExpressions") or []:
+        if not isinstance(requirement, dict):
+            continue
+        values = ",".join(str(v) for v in requirement.get("values") or [])
+        text = f"{requirement.get('scopeName', '')} {requirement.get('operator', '')}"
+        parts.append(f"{text} ({values})" if values else text)
+    return "; ".join(parts) or NONE

@@ -13,6 +13,7 @@ from podsched.api.resources import (  # noqa: F401 (re-exported for the CLI's mo
     PDB,
     POD,
     PRIORITY_CLASS,
+    RESOURCE_QUOTA,
     RESOURCE_TYPES,
     ResourceType,
     find_resource_type,

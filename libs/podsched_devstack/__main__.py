@@ -7,6 +7,8 @@ down    stop the services (SIGTERM: drain, commit, flush), Kafka and Jaeger.
 status  what is running.
 run     up, then the High/Mid/Low example with a preemption on fresh topics, printed as the CLI
         prints it, then the preemptor's trace from Jaeger; serves until Ctrl-C, then down.
+certs   DIR: development TLS certificates, tokens, an authorization policy and a kubeconfig
+        (podsched_devstack.certs; docker-compose.yml mounts .cache/certs, written by `make certs`).
 """
 
 from __future__ import annotations
@@ -215,7 +217,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="preemption worker processes")
     sub.add_parser("down")
     sub.add_parser("status")
+    certs = sub.add_parser("certs", help="write development TLS certificates, tokens, policy and kubeconfig")
+    certs.add_argument("directory", type=Path)
+    certs.add_argument("--server", default="https://127.0.0.1:50051", help="the kubeconfig's server")
+    certs.add_argument("--host", action="append", default=[], help="another name or IP for the service certificate")
     args = parser.parse_args(argv)
+    if args.command == "certs":
+        from .certs import generate
+
+        generate(args.directory, server=args.server, extra_hosts=args.host)
+        print(f"development credentials in {args.directory} (never for production; see podsched_devstack/certs.py)")
+        return 0
     try:
         if args.command == "up":
             up(args.workers, os.environ.get(env_name("topic_prefix"), ""))

@@ -27,6 +27,7 @@ from podsched_service.config import (
     env_name,
 )
 from podsched_service.healthcheck import check
+from podsched_service.tls import ClientTLS
 
 from .kafka import DevstackError, _free_ports
 
@@ -60,6 +61,10 @@ class StackSettings:
         }
     )
     extra_env: dict[str, str] = field(default_factory=dict)
+    # More variables for one service (name -> variables), after extra_env: e.g. the queue's tokens.
+    service_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    # How health checks reach services whose ports speak TLS (PODSCHED_TLS_CERT_FILE); None: plaintext.
+    health_tls: ClientTLS | None = None
 
     @staticmethod
     def on_free_ports(bootstrap: str, run_dir: Path, **kwargs: object) -> StackSettings:
@@ -107,6 +112,7 @@ class ServiceStack:
         if name == "preemption":
             env[env_name("workers")] = str(s.workers)
         env.update(s.extra_env)
+        env.update(s.service_env.get(name, {}))
         return env
 
     def metrics_url(self, name: str) -> str:
@@ -142,7 +148,7 @@ class ServiceStack:
     def wait_healthy(self, name: str, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
         address = self.settings.addresses[name]
-        while not check(address, timeout=1.0):
+        while not check(address, timeout=1.0, tls=self.settings.health_tls):
             process = self.processes.get(name)
             if process is not None and process.poll() is not None:
                 raise DevstackError(f"{name} exited with {process.returncode}:\n{self.tail(name)}")

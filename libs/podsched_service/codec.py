@@ -98,6 +98,7 @@ def decode_change(value: bytes) -> tuple[str, ApiObject, int]:
     object is the last state the object had."""
     record = events_pb2.ObjectChange.FromString(value)
     document = json.loads(record.object_json)
+    # A ResourceQuota's status is dropped by decoding too: every copy derives usage from its own pods.
     obj = decode_object(document)
     if isinstance(obj, PodDisruptionBudget):
         # Decoding drops a PDB's status (clients may not set it); the binder's is the truth.
@@ -201,6 +202,9 @@ _CODES = {
     "BadRequest": grpc.StatusCode.INVALID_ARGUMENT,
     # Admission refusals (Kubernetes 403 from an admission plugin); authorization uses PERMISSION_DENIED.
     "Forbidden": grpc.StatusCode.FAILED_PRECONDITION,
+    # An admission plugin's plain error (no reason; upstream's `insufficient quota to match these
+    # scopes`): a refusal like Forbidden, not a fault to retry.
+    "": grpc.StatusCode.FAILED_PRECONDITION,
     "AlreadyExists": grpc.StatusCode.ALREADY_EXISTS,
     "NotFound": grpc.StatusCode.NOT_FOUND,
     "Conflict": grpc.StatusCode.ABORTED,

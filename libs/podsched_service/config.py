@@ -35,6 +35,9 @@ class CommonConfig:
     topic_prefix: str = ""
     # A kubescheduler.config.k8s.io/v1 KubeSchedulerConfiguration file; empty for the defaults.
     scheduler_config: str = ""
+    # An apiserver.config.k8s.io/v1 AdmissionConfiguration (ResourceQuota plugin: limitedResources);
+    # empty for the defaults (the critical priority classes limited to kube-system).
+    admission_config: str = ""
     # Seconds a stopping service lets in-flight RPCs finish after SIGTERM.
     shutdown_grace_seconds: float = 5.0
     # OTLP/gRPC endpoint traces are exported to (Jaeger: http://127.0.0.1:4317); empty turns tracing off.
@@ -46,6 +49,16 @@ class CommonConfig:
     metrics_address: str = ""
     # "json": one JSON object per line with trace_id/span_id (for log pipelines); "text": for humans.
     log_format: str = "json"
+    # TLS on this service's gRPC port: PEM certificate chain and private key; both empty = plaintext.
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    # PEM CA bundle client certificates must chain to; set = mutual TLS (gRPC Python can only require
+    # a client certificate, not request one), and on the public API a certificate identifies its
+    # holder (CN = user, O = groups). Empty = no client certificates.
+    tls_client_ca_file: str = ""
+    # Comma-separated groups (certificate subject O); set = only callers whose client certificate
+    # carries one of them may call anything but health checks (internal services: the queue's group).
+    tls_client_groups: str = ""
 
 
 ConfigT = TypeVar("ConfigT")

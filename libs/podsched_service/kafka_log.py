@@ -26,17 +26,22 @@ TOPIC_CONFIG = {"retention.ms": "-1", "min.insync.replicas": "1"}
 
 async def ensure_topics(bootstrap: str, prefix: str, timeout: float = 60.0) -> None:
     """Create both topics if they do not exist and wait until each partition has a leader."""
-    objects_topic, events_topic = topics(prefix)
+    await ensure_topic_names(bootstrap, list(topics(prefix)), TOPIC_CONFIG, timeout)
+
+
+async def ensure_topic_names(bootstrap: str, names: list[str], config: dict[str, str], timeout: float = 60.0) -> None:
+    """Create the topics (one partition, `config`) that do not exist, and wait until each partition
+    has a leader."""
     deadline = asyncio.get_running_loop().time() + timeout
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
     await _retry_until(admin.start, deadline, "connect to Kafka at " + bootstrap)
     try:
-        wanted = [NewTopic(name, 1, 1, topic_configs=dict(TOPIC_CONFIG)) for name in (objects_topic, events_topic)]
+        wanted = [NewTopic(name, 1, 1, topic_configs=dict(config)) for name in names]
         for topic in wanted:
             with contextlib.suppress(TopicAlreadyExistsError):
                 await admin.create_topics([topic])
         while True:
-            described = await admin.describe_topics([objects_topic, events_topic])
+            described = await admin.describe_topics(names)
             ready = all(
                 not t.get("error_code")
                 and t.get("partitions")
@@ -46,7 +51,7 @@ async def ensure_topics(bootstrap: str, prefix: str, timeout: float = 60.0) -> N
             if ready:
                 return
             if asyncio.get_running_loop().time() > deadline:
-                raise TimeoutError(f"topics {objects_topic}, {events_topic} have no leader after {timeout}s")
+                raise TimeoutError(f"topics {', '.join(names)} have no leader after {timeout}s")
             await asyncio.sleep(0.1)
     finally:
         await admin.close()

@@ -8,6 +8,7 @@ import time
 
 import grpc
 
+from podsched.admission.resource_quota import load_admission_config  # noqa: F401 (the services load both here)
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
 from podsched.api.types import Pod

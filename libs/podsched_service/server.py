@@ -22,6 +22,7 @@ from grpc_reflection.v1alpha import reflection
 
 from podsched_service import telemetry
 from podsched_service.config import load_config
+from podsched_service.tls import ClientGroupGate, ServerTLS
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,8 @@ def run_service(name: str, config_class: type, build: Build) -> None:
     try:
         config = load_config(config_class)
         telemetry.configure_logging(name, config.log_format)
+        tls = ServerTLS.from_config(config)
+        credentials = tls.credentials() if tls is not None else None
     except ValueError as error:
         sys.exit(f"{name}: {error}")
     shutdown_tracing = telemetry.setup_tracing(name, config.otlp_endpoint, config.trace_sample_ratio)
@@ -52,8 +55,11 @@ def run_service(name: str, config_class: type, build: Build) -> None:
         log.info("%s metrics on http://%s/metrics", name, config.metrics_address)
 
     async def serve() -> None:
-        host = ServiceHost(name, config.listen_address, config.shutdown_grace_seconds)
-        service_name, start, stop = build(config, host.server)
+        host = ServiceHost(name, config.listen_address, config.shutdown_grace_seconds, tls, credentials)
+        try:
+            service_name, start, stop = build(config, host.server)
+        except ValueError as error:  # a file the configuration names is unusable (tokens, policy, TLS)
+            sys.exit(f"{name}: {error}")
         host.add_service_names([service_name])
         await host.run(start, stop)
 
@@ -64,13 +70,27 @@ def run_service(name: str, config_class: type, build: Build) -> None:
 
 
 class ServiceHost:
-    """Hosts one service: servicers are added to `server`, `run` serves until a signal arrives."""
+    """Hosts one service: servicers are added to `server`, `run` serves until a signal arrives.
+    With `tls` the port serves TLS (`credentials`, read from its files), mutual TLS if it has a
+    client CA; its client groups, if any, gate every RPC but health checks."""
 
-    def __init__(self, name: str, listen_address: str, grace: float) -> None:
+    def __init__(
+        self,
+        name: str,
+        listen_address: str,
+        grace: float,
+        tls: ServerTLS | None = None,
+        credentials: grpc.ServerCredentials | None = None,
+    ) -> None:
         self.name = name
         self.listen_address = listen_address
         self.grace = grace
-        self.server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=telemetry.server_interceptors(name))
+        self.tls = tls
+        self.credentials = credentials if credentials is not None or tls is None else tls.credentials()
+        interceptors = telemetry.server_interceptors(name)
+        if tls is not None and tls.client_groups:
+            interceptors.append(ClientGroupGate(tls.client_groups))
+        self.server = grpc.aio.server(options=SERVER_OPTIONS, interceptors=interceptors)
         self.health = HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self.service_names: list[str] = []
@@ -98,12 +118,18 @@ class ServiceHost:
             # The port opens only once the state is rebuilt: no request can reach a half-built
             # service, and until then health checks fail (connection refused = not serving).
             await start()
-            port = self.server.add_insecure_port(self.listen_address)
+            if self.credentials is not None:
+                port = self.server.add_secure_port(self.listen_address, self.credentials)
+            else:
+                port = self.server.add_insecure_port(self.listen_address)
             if port == 0:
                 raise OSError(f"{self.name}: cannot listen on {self.listen_address}")
             await self.server.start()
             await self._set_all(health_pb2.HealthCheckResponse.SERVING)
-            log.info("%s serving on %s", self.name, self.listen_address)
+            security = "plaintext"
+            if self.tls is not None:
+                security = "mutual TLS" if self.tls.mutual else "TLS"
+            log.info("%s serving on %s (%s)", self.name, self.listen_address, security)
             await self.stopping.wait()
             log.info("%s stopping: draining for up to %.1fs", self.name, self.grace)
         finally:

@@ -44,6 +44,7 @@ from podsched_service.codec import (
 )
 from podsched_service.kafka_log import ensure_topics
 from podsched_service.replica import Replica
+from podsched_service.scheduling import load_admission_config
 
 from .config import BinderConfig
 
@@ -85,7 +86,12 @@ class Binder:
     def __init__(self, config: BinderConfig) -> None:
         self.config = config
         self.objects_topic, self.events_topic = topics(config.topic_prefix)
-        self.cluster = Cluster(time.time, uid_factory=lambda: str(uuid.uuid4()))
+        self.cluster = Cluster(
+            time.time,
+            uid_factory=lambda: str(uuid.uuid4()),
+            # ResourceQuota admission runs here, in the single writer's serialized batches.
+            quota_admission=load_admission_config(config.admission_config),
+        )
         self.cluster.listeners.append(self._on_change)
         self.cluster.event_listeners.append(self._on_event)
         self._recording = False

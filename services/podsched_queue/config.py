@@ -29,3 +29,18 @@ class QueueConfig(CommonConfig):
     # pod per cycle, the default: with larger batches the kill -9 test has seen a preemptor nominated
     # twice, evicting a pod each time (101 and 102 victims for 100 preemptors), not yet explained.
     batch_size: int = 1
+    # Bearer tokens accepted on the public API: kube-apiserver's --token-auth-file CSV
+    # (token,user,uid,"group1,group2"); empty = no tokens. Authentication is on when this or
+    # PODSCHED_TLS_CLIENT_CA_FILE is set; otherwise every caller is system:admin.
+    token_file: str = ""
+    # Who may do what (cluster admins, namespace tenants; README "Security"); empty = every
+    # authenticated caller may do anything.
+    authorization_file: str = ""
+    # TLS to the filter, preemption and binder services: the CA bundle that verifies them (set = TLS
+    # on), and the client certificate and key the queue presents when they require mutual TLS.
+    internal_tls_ca_file: str = ""
+    internal_tls_cert_file: str = ""
+    internal_tls_key_file: str = ""
+    # Record every write to the public API (accepted or refused, with the caller) on
+    # <prefix>podsched.audit.v1.
+    api_audit: bool = True

@@ -29,13 +29,22 @@ from prometheus_client import Counter, Gauge, Histogram
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
 from podsched.api.resources import RESOURCE_TYPES, ResourceType, find_resource_type
-from podsched.api.types import KIND_NODE, KIND_POD, KIND_PRIORITY_CLASS, ApiObject, Pod
+from podsched.api.types import (
+    KIND_NODE,
+    KIND_PDB,
+    KIND_POD,
+    KIND_PRIORITY_CLASS,
+    KIND_RESOURCE_QUOTA,
+    ApiObject,
+    Pod,
+)
 from podsched.cluster import events as ev
 from podsched.cluster.dry_run import admit_without_storing
-from podsched.cluster.state import ADDED, REMOVED, Change, Cluster
+from podsched.cluster.state import ADDED, CREATED, REMOVED, UNCHANGED, Change, Cluster
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
+from podsched_proto.audit.v1 import audit_pb2
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
@@ -43,9 +52,11 @@ from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
 from podsched_service import telemetry
 from podsched_service.codec import change_message, event_to_proto, status_code, to_json
 from podsched_service.replica import Replica
-from podsched_service.scheduling import DRY_RUN_UID, load_scheduler_config
+from podsched_service.scheduling import DRY_RUN_UID, load_admission_config, load_scheduler_config
 from podsched_service.server import CHANNEL_OPTIONS
+from podsched_service.tls import ClientTLS
 
+from .access import ApiAccess, ApiCall, Target, events_target
 from .config import QueueConfig
 
 log = logging.getLogger(__name__)
@@ -55,6 +66,7 @@ RPC_TIMEOUT = 60.0
 WATCH_WRITER = ""  # Watch items are rebuilt from the replica, which does not keep the record's writer
 LEFTOVER_FLUSH_INTERVAL = 30.0  # upstream flushes unschedulable pods older than 5 minutes every 30 s
 PROFILE = "default-scheduler"
+API_PATH = "/" + api_pb2.DESCRIPTOR.services_by_name["PodSched"].full_name + "/"  # + method: the gRPC path
 
 # kube-scheduler's own metric names, labels and buckets.
 SCHEDULE_ATTEMPTS = Counter(
@@ -111,11 +123,28 @@ class Attempt:
             ATTEMPT_DURATION.labels(result, PROFILE).observe(time.perf_counter() - self.began)
 
 
+def peer_channel(config: QueueConfig, address: str) -> grpc.aio.Channel:
+    """A channel to the filter, preemption or binder service: TLS when PODSCHED_INTERNAL_TLS_CA_FILE
+    is set (with the queue's client certificate, if configured, for services that require mutual TLS)."""
+    interceptors = telemetry.client_interceptors()
+    if not config.internal_tls_ca_file:
+        return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS, interceptors=interceptors)
+    tls = ClientTLS(config.internal_tls_ca_file, config.internal_tls_cert_file, config.internal_tls_key_file)
+    try:
+        credentials = tls.credentials()
+    except ValueError as error:
+        raise ValueError(f"PODSCHED_INTERNAL_TLS_CA_FILE/CERT_FILE/KEY_FILE: {error}") from None
+    return grpc.aio.secure_channel(address, credentials, options=CHANNEL_OPTIONS, interceptors=interceptors)
+
+
 class QueueService:
     def __init__(self, config: QueueConfig) -> None:
         self.config = config
         self.scheduler_config = load_scheduler_config(config.scheduler_config)
-        self.cluster = Cluster(time.time, authoritative=False)
+        # The binder enforces ResourceQuota; this copy answers dry runs with the same configuration.
+        self.cluster = Cluster(
+            time.time, authoritative=False, quota_admission=load_admission_config(config.admission_config)
+        )
         self.queue = sq.SchedulingQueue(
             time.time, self.scheduler_config.pod_initial_backoff_seconds, self.scheduler_config.pod_max_backoff_seconds
         )
@@ -126,8 +155,9 @@ class QueueService:
         # The newest write this service saw acknowledged by the binder.
         self.known_version = 0
         self.known_event_sequence = -1
+        self.access = ApiAccess.from_config(config)
         self.channels = [
-            grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS, interceptors=telemetry.client_interceptors())
+            peer_channel(config, address)
             for address in (config.filter_address, config.preemption_address, config.binder_address)
         ]
         self.filter = filter_pb2_grpc.FilterStub(self.channels[0])
@@ -158,6 +188,7 @@ class QueueService:
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
+        await self.access.start()
         await self.replica.start()
         self.known_version = self.replica.version
         self.known_event_sequence = self.replica.event_sequence
@@ -173,6 +204,7 @@ class QueueService:
         await self.replica.stop()
         for channel in self.channels:
             await channel.close()
+        await self.access.stop()
 
     @property
     def view_version(self) -> int:
@@ -467,15 +499,42 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
             )
         await context.abort(code, error.details() or "")
 
+    # Every call is authenticated and authorized (services/podsched_queue/access.py); a write's
+    # outcome, whatever it is, goes to the API audit log before the client hears it.
+
     async def Apply(self, request: api_pb2.ApplyRequest, context: grpc.aio.ServicerContext) -> Any:
+        # "create" until the object is known to exist (and the caller may see it): then "patch".
+        call = ApiCall(
+            API_PATH + "Apply", write=not request.dry_run, verb="create", target=Target.of_document(request.object_json)
+        )
+        return await self.service.access.audited(context, call, self._apply(request, context, call))
+
+    async def _apply(self, request: api_pb2.ApplyRequest, context: grpc.aio.ServicerContext, call: ApiCall) -> Any:
         service = self.service
+        access = service.access
+        user = await access.authenticate(context, call)
         try:
             document = json.loads(request.object_json)
         except ValueError as error:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"error: error parsing {request.source}: {error}")
+        await self._caught_up(context)
+        target = call.target
+        # kubectl apply creates a new object and patches an existing one. An object the caller may
+        # not read counts as new, so a refusal does not tell whether it exists.
+        stored = stored_object(service.cluster, target) if target.known is not None else None
+        readable = stored is not None and access.decide(target.attributes(user, "get")).allowed
+        call.verb = "patch" if readable else "create"
+        attributes = target.attributes(user, call.verb, named=call.verb != "create")
+        # kubectl sends no patch for an unchanged object (only its GET): a caller who may read but
+        # not patch may re-apply it unchanged. Decided after admission, which says whether it changed.
+        unchanged_only = False
+        if target.resource:  # else the body names no kind and admission refuses it below
+            if call.verb == "patch" and not access.decide(attributes).allowed:
+                unchanged_only = True
+            else:
+                await access.authorize(context, call, attributes)
         try:
             obj = decode_object(document)
-            await self._caught_up(context)
             with telemetry.tracer().start_as_current_span("admission") as span:
                 span.set_attributes(_object_attributes(obj))
                 action, admitted = admit_without_storing(service.cluster, obj)
@@ -484,6 +543,11 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         except ApiError as error:
             trace.get_current_span().set_status(StatusCode.ERROR, error.kubectl_message())
             await context.abort(status_code(error), error.kubectl_message())
+        if unchanged_only:
+            if action != UNCHANGED:
+                await access.deny(context, call, attributes)
+            call.decision = audit_pb2.AuditEvent.ALLOW
+            call.reason = f"unchanged, so only get is needed: {access.decide(target.attributes(user, 'get')).reason}"
         if request.dry_run:
             response = api_pb2.ApplyResponse(action=action, object_json=to_json(admitted))
             if isinstance(admitted, Pod) and not admitted.spec.node_name:
@@ -496,6 +560,9 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         except grpc.aio.AioRpcError as error:
             await self._forward_error(context, error)
         service.saw(written.resource_version, written.event_sequence)
+        call.resource_version = written.resource_version
+        call.object_json = written.object_json
+        call.created = written.action == CREATED
         return api_pb2.ApplyResponse(action=written.action, object_json=written.object_json)
 
     async def _predict(self, pod: Pod, context: grpc.aio.ServicerContext) -> api_pb2.DryRunOutcome:
@@ -526,11 +593,16 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         )
 
     async def Get(self, request: api_pb2.GetRequest, context: grpc.aio.ServicerContext) -> Any:
+        service = self.service
+        call = ApiCall(API_PATH + "Get", write=False)
+        user = await service.access.authenticate(context, call)
         resource = await self._resource_type(request.resource, context)
         kind = resource.kind
-        service = self.service
-        await self._caught_up(context)
         namespace = request.namespace or "default"
+        # A list across namespaces is a list at the cluster scope, as upstream authorizes it.
+        target = Target.of(resource, "" if request.all_namespaces else namespace, request.name)
+        await service.access.authorize(context, call, target.attributes(user, "get" if request.name else "list"))
+        await self._caught_up(context)
         objects = [
             obj
             for obj in objects_of(service.cluster, kind)
@@ -544,9 +616,23 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         return api_pb2.GetResponse(objects_json=[to_json(obj) for obj in objects])
 
     async def Delete(self, request: api_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> Any:
+        found = find_resource_type(request.resource)
+        namespace = request.namespace or "default"
+        target = (
+            Target.of(found, namespace, request.name)
+            if found is not None
+            else Target(request.resource, namespace=namespace, name=request.name)
+        )
+        call = ApiCall(API_PATH + "Delete", write=True, verb="delete", target=target)
+        return await self.service.access.audited(context, call, self._delete(request, context, call))
+
+    async def _delete(self, request: api_pb2.DeleteRequest, context: grpc.aio.ServicerContext, call: ApiCall) -> Any:
+        access = self.service.access
+        user = await access.authenticate(context, call)
         resource = await self._resource_type(request.resource, context)
         kind = resource.kind
         namespace = (request.namespace or "default") if resource.namespaced else ""
+        await access.authorize(context, call, call.target.attributes(user, "delete"))
         delete = binder_pb2.DeleteRequest(kind=kind, namespace=namespace, name=request.name)
         if request.HasField("grace_period_seconds"):
             delete.grace_period_seconds = request.grace_period_seconds
@@ -555,38 +641,78 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         except grpc.aio.AioRpcError as error:
             await self._forward_error(context, error)
         self.service.saw(deleted.resource_version, deleted.event_sequence)
+        call.resource_version = deleted.resource_version
+        call.object_json = deleted.object_json
         return api_pb2.DeleteResponse(object_json=deleted.object_json)
 
     async def ListEvents(self, request: api_pb2.ListEventsRequest, context: grpc.aio.ServicerContext) -> Any:
         service = self.service
-        await self._caught_up(context)
+        access = service.access
+        call = ApiCall(API_PATH + "ListEvents", write=False)
+        user = await access.authenticate(context, call)
         namespace = request.namespace or "default"
+        events_here = events_target("" if request.all_namespaces else namespace)
+        await access.authorize(context, call, events_here.attributes(user, "list"))
+        # Events about cluster-scoped objects (nodes), and one object's events wherever they are, are
+        # for callers who may list events at the cluster scope; others see their namespace's only.
+        wide = request.all_namespaces or access.decide(events_target("").attributes(user, "list")).allowed
+        await self._caught_up(context)
         events = [
             event_to_proto(event)
             for event in service.cluster.events
             if (not request.involved_uid or event.involved_object.uid == request.involved_uid)
-            and (request.all_namespaces or request.involved_uid or event.involved_object.namespace in (namespace, ""))
+            and (
+                request.all_namespaces
+                or (wide and request.involved_uid)
+                or event.involved_object.namespace == namespace
+                or (wide and event.involved_object.namespace == "")
+            )
         ]
         return api_pb2.ListEventsResponse(events=events)
 
     async def Watch(self, request: api_pb2.WatchRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         service = self.service
+        access = service.access
+        call = ApiCall(API_PATH + "Watch", write=False)
+        user = await access.authenticate(context, call)
         kinds = set(request.kinds)
         unknown = kinds - ALL_KINDS
         if unknown:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"error: unknown kinds {sorted(unknown)}")
+        # Asked-for kinds must each be watchable; no kinds means every kind the caller may watch there.
+        watched: set[str] = set()
+        refused = []
+        for resource in RESOURCE_TYPES:
+            if kinds and resource.kind not in kinds:
+                continue
+            attributes = Target.of(resource, request.namespace).attributes(user, "watch")
+            if access.decide(attributes).allowed:
+                watched.add(resource.kind)
+            else:
+                refused.append(attributes)
+        if refused and (kinds or not watched):
+            await access.deny(context, call, refused[0])
+        if request.include_events:
+            await access.authorize(context, call, events_target(request.namespace).attributes(user, "watch"))
+        # As ListEvents: cluster-scoped objects and their events pass a namespace filter only for
+        # callers who may watch all of it at the cluster scope.
+        everywhere = [Target.of(r, "") for r in RESOURCE_TYPES if r.kind in watched]
+        if request.include_events:
+            everywhere.append(events_target(""))
+        wide = not request.namespace or all(access.decide(t.attributes(user, "watch")).allowed for t in everywhere)
         await self._caught_up(context)
         watcher: asyncio.Queue[api_pb2.WatchEvent | None] = asyncio.Queue()
         service.watchers.append(watcher)
 
-        def wanted(ref: events_pb2.ObjectReference) -> bool:
-            return (not kinds or ref.kind in kinds) and (
-                not request.namespace or ref.namespace in (request.namespace, "")
+        def wanted(ref: events_pb2.ObjectReference, *, event: bool = False) -> bool:
+            # An event passes the kinds asked for (its involved object's kind), a change the kinds watched.
+            return (ref.kind in watched if not event else not kinds or ref.kind in kinds) and (
+                not request.namespace or ref.namespace == request.namespace or (wide and ref.namespace == "")
             )
 
         try:
             if request.since_resource_version == 0:
-                for kind in sorted(kinds or ALL_KINDS):
+                for kind in sorted(watched):
                     for obj in objects_of(service.cluster, kind):
                         change = change_message(ADDED, obj, WATCH_WRITER, time.time())
                         if wanted(change.object):
@@ -598,7 +724,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
                 if item.HasField("change"):
                     if wanted(item.change.object) and item.change.resource_version > request.since_resource_version:
                         yield item
-                elif request.include_events and wanted(item.event.involved_object):
+                elif request.include_events and wanted(item.event.involved_object, event=True):
                     yield item
         finally:
             service.watchers.remove(watcher)
@@ -610,6 +736,22 @@ def _object_attributes(obj: ApiObject) -> dict[str, Any]:
     return {"podsched.kind": obj.kind, "podsched.name": obj.metadata.name}
 
 
+def stored_object(cluster: Cluster, target: Target) -> ApiObject | None:
+    """The stored object a request names, if there is one."""
+    if target.known is None:
+        return None
+    kind, key = target.known.kind, (target.namespace, target.name)
+    if kind == KIND_POD:
+        return cluster.pods.get(key)
+    if kind == KIND_PDB:
+        return cluster.pdbs.get(key)
+    if kind == KIND_NODE:
+        return cluster.nodes.get(target.name)
+    if kind == KIND_PRIORITY_CLASS:
+        return cluster.priority_classes.get(target.name)
+    return next((o for o in objects_of(cluster, kind) if (o.metadata.namespace, o.metadata.name) == key), None)
+
+
 def objects_of(cluster: Cluster, kind: str) -> list[ApiObject]:
     if kind == KIND_POD:
         return list(cluster.pods.values())
@@ -617,4 +759,6 @@ def objects_of(cluster: Cluster, kind: str) -> list[ApiObject]:
         return list(cluster.nodes.values())
     if kind == KIND_PRIORITY_CLASS:
         return list(cluster.priority_classes.values())
+    if kind == KIND_RESOURCE_QUOTA:
+        return list(cluster.resource_quotas.values())  # each with the status.used this copy derives
     return list(cluster.pdbs.values())

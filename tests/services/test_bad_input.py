@@ -18,7 +18,7 @@ from podsched_proto.api.v1 import api_pb2
 def state(api: Api) -> Any:
     everything = {
         kind: sorted(api.stub.Get(api_pb2.GetRequest(resource=kind, all_namespaces=True)).objects_json)
-        for kind in ("pods", "nodes", "priorityclasses", "poddisruptionbudgets")
+        for kind in ("pods", "nodes", "priorityclasses", "poddisruptionbudgets", "resourcequotas")
     }
     return everything, len(api.events())
 
@@ -78,6 +78,30 @@ BAD_INPUT = [
         None,
         grpc.StatusCode.FAILED_PRECONDITION,
         "PriorityClass the-default is already marked as default. Only one default can exist",
+    ),
+    (
+        "a quota scope selector without values",
+        {
+            "apiVersion": "v1",
+            "kind": "ResourceQuota",
+            "metadata": {"name": "q"},
+            "spec": {
+                "hard": {"pods": "2"},
+                "scopeSelector": {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In"}]},
+            },
+        },
+        None,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        'Error from server (Invalid): ResourceQuota "q" is invalid: spec.scopeSelector.matchExpressions.values: '
+        "Required value: must be at least one value when `operator` is 'In' or 'NotIn' for scope selector",
+    ),
+    (
+        "a critical class outside kube-system without a covering quota",
+        pod("agent", "system-cluster-critical", "1"),
+        None,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "Error from server: insufficient quota to match these scopes: "
+        "[{PriorityClass In [system-node-critical system-cluster-critical]}]",
     ),
     (
         "a request beyond any quantity's range",

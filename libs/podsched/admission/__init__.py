@@ -1,6 +1,7 @@
 """Admission: what the API server checks and fills in before an object is stored.
 
-`priority` is upstream's PriorityClass validation and Priority admission plugin.
+`priority` is upstream's PriorityClass validation and Priority admission plugin; `resource_quota` its
+ResourceQuota admission plugin and pod quota evaluator (usage, scopes, limitedResources).
 """
 
 from podsched.admission.priority import (

@@ -16,6 +16,10 @@ REASON_FORBIDDEN = "Forbidden"
 REASON_ALREADY_EXISTS = "AlreadyExists"
 REASON_NOT_FOUND = "NotFound"
 REASON_CONFLICT = "Conflict"
+# An admission plugin's plain (not APIStatus) error: the API server answers 500 with no reason and
+# kubectl prints `Error from server: <message>` (upstream's ResourceQuota plugin does this for
+# `insufficient quota to match these scopes`).
+REASON_UNKNOWN = ""
 
 # Resource (plural) names as the API server prints them, per kind.
 RESOURCE_NAMES = {
@@ -23,6 +27,7 @@ RESOURCE_NAMES = {
     "Pod": "pods",
     "PriorityClass": "priorityclasses.scheduling.k8s.io",
     "PodDisruptionBudget": "poddisruptionbudgets.policy",
+    "ResourceQuota": "resourcequotas",
 }
 
 
@@ -84,6 +89,8 @@ class ApiError(Exception):
         `Error from server (Forbidden): pods "p" is forbidden: no PriorityClass with name foo was found`."""
         if self.client_side:
             return f"error: {self.message}"
+        if self.reason == REASON_UNKNOWN:
+            return f"Error from server: {self.message}"
         return f"Error from server ({self.reason}): {self.message}"
 
     @staticmethod

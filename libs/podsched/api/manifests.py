@@ -3,8 +3,8 @@
 This is the front door for user input, in three steps, each with upstream's wording:
 
 1. `load_documents` (`podsched.api.documents`) turns text into documents, as kubectl does.
-2. `decode_object` turns one document into a `Node`, `Pod`, `PriorityClass` or `PodDisruptionBudget`
-   (the API server's decode + defaulting + validation). A value of the wrong JSON type cannot be
+2. `decode_object` turns one document into a `Node`, `Pod`, `PriorityClass`, `PodDisruptionBudget` or
+   `ResourceQuota` (the API server's decode + defaulting + validation). A value of the wrong JSON type cannot be
    decoded at all (BadRequest, like `cannot unmarshal string into Go struct field ...`); every
    other rule (`podsched.api.validation`) is checked in one pass and all violations are reported
    together as an Invalid error (`Pod "p" is invalid: [spec.containers[0].name: Required value, ...]`).
@@ -21,9 +21,11 @@ live in `podsched.admission.priority` and run when a class is created, as in the
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
+from fractions import Fraction
 from typing import Any, TypeVar
 
 from podsched.api import quantity
@@ -37,6 +39,7 @@ from podsched.api.types import (
     KIND_PDB,
     KIND_POD,
     KIND_PRIORITY_CLASS,
+    KIND_RESOURCE_QUOTA,
     POD_PENDING,
     PREEMPT_LOWER_PRIORITY,
     RESOURCE_CPU,
@@ -66,6 +69,8 @@ from podsched.api.types import (
     PreferredSchedulingTerm,
     PriorityClass,
     Resource,
+    ResourceQuota,
+    ScopedResourceSelectorRequirement,
     Taint,
     Toleration,
     TopologySpreadConstraint,
@@ -85,6 +90,8 @@ from podsched.api.validation import (
     object_name_errors,
     pod_phase_errors,
     quantity_errors,
+    quota_quantity_errors,
+    quota_resource_name_errors,
     required,
     resource_name_errors,
     resource_requirements_errors,
@@ -96,6 +103,8 @@ from podsched.api.validation import (
     validate_pod_condition,
     validate_pod_disruption_budget_spec,
     validate_preemption_policy,
+    validate_quota_scopes,
+    validate_scope_selector,
     validate_taints,
     validate_toleration,
     validate_topology_spread_constraints,
@@ -118,6 +127,7 @@ __all__ = [
     "load_documents",
     "parse_timestamp",
     "render_quantity",
+    "render_quota_quantity",
     "validate_object_meta",
     "validate_preemption_policy",
 ]
@@ -136,8 +146,9 @@ ACCEPTED_TYPES: dict[str, tuple[str, ...]] = {
     KIND_POD: (API_VERSION_CORE,),
     KIND_PRIORITY_CLASS: (API_VERSION_SCHEDULING, "scheduling.k8s.io/v1beta1"),
     KIND_PDB: (API_VERSION_POLICY,),
+    KIND_RESOURCE_QUOTA: (API_VERSION_CORE,),
 }
-_NAMESPACED_KINDS = (KIND_POD, KIND_PDB)
+_NAMESPACED_KINDS = (KIND_POD, KIND_PDB, KIND_RESOURCE_QUOTA)
 
 DEFAULT_NAMESPACE = "default"
 DEFAULT_NODE_PODS = 110  # kubelet's default --max-pods
@@ -347,10 +358,12 @@ def _canonical_list(parsed: Mapping[str, ResourceQuantity]) -> tuple[tuple[str, 
 # --- containers ----------------------------------------------------------------------------------------
 
 
-def _decode_requirements(container: dict[str, Any], path: str, errors: list[FieldError]) -> dict[str, ResourceQuantity]:
+def _decode_requirements(
+    container: dict[str, Any], path: str, errors: list[FieldError]
+) -> tuple[dict[str, ResourceQuantity], dict[str, ResourceQuantity]]:
     """resources.limits/requests of one container: defaulted (a limit without a request sets the
     request, SetDefaults_Pod) and validated as ValidateContainerResourceRequirements does.
-    Returns the parsed requests."""
+    Returns the parsed (requests, limits)."""
     resources_path = f"{path}.resources"
     resources = _object(container, "resources", path) or {}
     limits_doc = _object(resources, "limits", resources_path) or {}
@@ -366,7 +379,7 @@ def _decode_requirements(container: dict[str, Any], path: str, errors: list[Fiel
         requests_doc.update({name: limit.text for name, limit in defaulted.items()})
         resources["requests"] = requests_doc
         container["resources"] = resources
-    return {**given_requests, **defaulted}
+    return {**given_requests, **defaulted}, limits
 
 
 def _decode_port(doc: dict[str, Any], path: str, errors: list[FieldError], names: set[str]) -> ContainerPort:
@@ -387,12 +400,12 @@ def _decode_container(
     """One container or init container; `names` collects container names across both lists."""
     name = _string(doc, "name", path)
     errors.extend(container_name_errors(name, f"{path}.name", names))
-    requests = _decode_requirements(doc, path, errors)
+    requests, limits = _decode_requirements(doc, path, errors)
     port_names: set[str] = set()
     ports = tuple(_decode_port(port, port_path, errors, port_names) for port_path, port in _items(doc, "ports", path))
     restart_policy = _string(doc, "restartPolicy", path)
     errors.extend(restart_policy_errors(restart_policy, f"{path}.restartPolicy", init=init))
-    return Container(name, _canonical_list(requests), ports, restart_policy)
+    return Container(name, _canonical_list(requests), ports, restart_policy, _canonical_list(limits))
 
 
 # --- selectors and affinity ----------------------------------------------------------------------------
@@ -706,12 +719,66 @@ def _decode_pdb(manifest: dict[str, Any], errors: list[FieldError]) -> PodDisrup
     return PodDisruptionBudget(metadata, selector, min_available, max_unavailable, source=manifest)
 
 
+_BINARY_SUFFIX_RE = re.compile(r"[KMGTPE]i$")
+
+
+def _decode_hard(spec: Mapping[str, Any], errors: list[FieldError]) -> tuple[dict[str, Fraction], frozenset[str]]:
+    """spec.hard: each name a quota resource, each value a quantity (non-negative; whole for object
+    counts and extended resources). Returns the exact values and the names written in binary SI."""
+    hard: dict[str, Fraction] = {}
+    binary: set[str] = set()
+    for name, raw in (_object(spec, "hard", "spec") or {}).items():
+        path = f"spec.hard[{name}]"
+        errors.extend(quota_resource_name_errors(name, path))
+        if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+            errors.append(invalid_quantity(path, raw))
+            continue
+        try:
+            value = quantity.parse_quantity(raw)
+        except quantity.QuantityError as exc:
+            errors.append(invalid_quantity(path, raw, exc))
+            continue
+        written_binary = isinstance(raw, str) and bool(_BINARY_SUFFIX_RE.search(raw.strip()))
+        errors.extend(quota_quantity_errors(name, value, quantity.format_canonical(value, binary=written_binary), path))
+        hard[name] = value
+        if written_binary:
+            binary.add(name)
+    return hard, frozenset(binary)
+
+
+def _decode_resource_quota(manifest: dict[str, Any], errors: list[FieldError]) -> ResourceQuota:
+    """ValidateResourceQuota (metadata, spec.hard, spec.scopes, spec.scopeSelector). Status is the
+    system's to compute: input status is dropped, as the API server does on create."""
+    metadata = _decode_meta(manifest, errors, namespaced=True)
+    manifest.pop("status", None)
+    spec = _object(manifest, "spec", "") or {}
+    manifest["spec"] = spec
+    hard, binary = _decode_hard(spec, errors)
+    written = list((_object(spec, "hard", "spec") or {}).keys())
+    scopes = _string_list(spec, "scopes", "spec")
+    selector_doc = _object(spec, "scopeSelector", "spec")
+    selector: tuple[ScopedResourceSelectorRequirement, ...] | None = None
+    if selector_doc is not None:
+        selector = tuple(
+            ScopedResourceSelectorRequirement(
+                _string(item, "scopeName", item_path),
+                _string(item, "operator", item_path),
+                _string_list(item, "values", item_path),
+            )
+            for item_path, item in _items(selector_doc, "matchExpressions", "spec.scopeSelector")
+        )
+    errors.extend(validate_quota_scopes(scopes, written))
+    errors.extend(validate_scope_selector(selector, written, scopes))
+    return ResourceQuota(metadata, hard, binary, scopes, selector, source=manifest)
+
+
 _Decoder = Callable[[dict[str, Any], list[FieldError]], ApiObject]
 _DECODERS: dict[str, _Decoder] = {
     KIND_NODE: _decode_node,
     KIND_POD: _decode_pod,
     KIND_PRIORITY_CLASS: _decode_priority_class,
     KIND_PDB: _decode_pdb,
+    KIND_RESOURCE_QUOTA: _decode_resource_quota,
 }
 
 
@@ -794,6 +861,20 @@ def render_quantity(name: str, value: int) -> str:
     if name in _BYTE_RESOURCES or is_hugepages_resource(name):
         return quantity.format_bytes(value)
     return str(value)
+
+
+_BYTE_QUOTA_RESOURCES = (RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE, "storage")
+
+
+def render_quota_quantity(name: str, value: Fraction, binary: bool | None = None) -> str:
+    """A quota amount (exact, in base units) as Quantity.String() prints it: spec.hard in the SI
+    family it was written in (`binary`), usage of byte resources in binary SI when it is a whole
+    number of KiB (pods request `512Mi` far more often than `500M`), everything else decimal SI
+    (`3600m`, `2`, `1k`)."""
+    if binary is None:
+        base = name.split(".", 1)[1] if name.startswith(("requests.", "limits.")) else name
+        binary = (base in _BYTE_QUOTA_RESOURCES or is_hugepages_resource(base)) and value % 1024 == 0
+    return quantity.format_canonical(value, binary=binary)
 
 
 def _timestamp_text(moment: float | None) -> str | None:
@@ -917,8 +998,11 @@ def _encode_spread_constraint(constraint: TopologySpreadConstraint) -> dict[str,
 def _encode_container(container: Container) -> dict[str, Any]:
     out: dict[str, Any] = {"name": container.name}
     requests = {name: render_quantity(name, value) for name, value in container.requests}
-    if requests:
-        out["resources"] = {"requests": requests}
+    limits = {name: render_quantity(name, value) for name, value in container.limits}
+    if requests or limits:
+        out["resources"] = {}
+        _put(out["resources"], "limits", limits)
+        _put(out["resources"], "requests", requests)
     ports = []
     for port in container.ports:
         encoded: dict[str, Any] = {"containerPort": port.container_port, "protocol": port.protocol}
@@ -1023,13 +1107,37 @@ def _overlay_pdb(pdb: PodDisruptionBudget, body: dict[str, Any]) -> None:
     )
 
 
+def _overlay_resource_quota(quota: ResourceQuota, body: dict[str, Any]) -> None:
+    spec = _child(body, "spec")
+    spec["hard"] = {
+        name: render_quota_quantity(name, value, name in quota.binary_hard) for name, value in quota.hard.items()
+    }
+    _put(spec, "scopes", list(quota.scopes))
+    if quota.scope_selector is not None:
+        spec["scopeSelector"] = {
+            "matchExpressions": [
+                {"scopeName": r.scope_name, "operator": r.operator, **({"values": list(r.values)} if r.values else {})}
+                for r in quota.scope_selector
+            ]
+        }
+    status: dict[str, Any] = {}
+    hard, used = quota.status.hard, quota.status.used
+    _put(
+        status,
+        "hard",
+        {name: render_quota_quantity(name, hard[name], name in quota.binary_hard) for name in sorted(hard)},
+    )
+    _put(status, "used", {name: render_quota_quantity(name, used[name]) for name in sorted(used)})
+    body["status"] = status
+
+
 def encode_object(obj: ApiObject) -> dict[str, Any]:
     """The Kubernetes JSON shape of an object: apiVersion (the served version), kind, metadata,
     then the body. Built from a deep copy of `obj.source` with the object's current typed state laid
     over it, so fields podsched does not model are echoed unchanged and the typed state always wins.
     Timestamps are RFC3339 UTC strings, resourceVersion a string, quantities canonical (`500m`,
-    `32Gi`). `decode_object(encode_object(x))` equals `x` for every decoded object (a PDB's status
-    excepted: it is the system's to compute, and decoding drops it)."""
+    `32Gi`). `decode_object(encode_object(x))` equals `x` for every decoded object (the status of a PDB or a
+    ResourceQuota excepted: it is the system's to compute, and decoding drops it)."""
     source = copy.deepcopy(obj.source)
     body = {key: value for key, value in source.items() if key not in ("apiVersion", "kind", "metadata")}
     namespaced = obj.kind in _NAMESPACED_KINDS
@@ -1044,6 +1152,8 @@ def encode_object(obj: ApiObject) -> dict[str, Any]:
         _overlay_node(obj, body)
     elif isinstance(obj, PriorityClass):
         _overlay_priority_class(obj, body)
+    elif isinstance(obj, ResourceQuota):
+        _overlay_resource_quota(obj, body)
     else:
         _overlay_pdb(obj, body)
     # Kubernetes' field order: spec, then status, after any other top-level fields.

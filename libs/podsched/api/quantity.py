@@ -23,10 +23,17 @@ _DECIMAL_SUFFIXES = {
     "P": Fraction(10**15),
     "E": Fraction(10**18),
 }
+# ASCII digits only (Go's [0-9]; Python's \d would take any script's digits).
 _QUANTITY_RE = re.compile(
-    r"^(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
+    r"(?P<sign>[+-]?)(?P<number>\d+(?:\.\d*)?|\.\d+)(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?",
+    re.ASCII,
 )
+# Upstream: "no quantity may represent a number greater than 2^63-1 in magnitude". It caps larger
+# ones; refusing them instead names the field, and keeps every amount an int64 in milli units or less.
+MAX_MAGNITUDE = 2**63 - 1
+# More digits than any quantity up to MAX_MAGNITUDE with nano precision needs (19 + 9, and slack for
+# leading zeros): longer text is refused before it is converted, which is what would cost.
+_MAX_DIGITS = 64
 
 
 class QuantityError(ValueError):
@@ -38,30 +45,46 @@ def parse_quantity(value: str | int | float) -> Fraction:
     if isinstance(value, bool):
         raise QuantityError(f"quantities must match the regular expression, got {value!r}")
     if isinstance(value, int):
-        return Fraction(value)
+        return _in_range(Fraction(value), value)
     if isinstance(value, float):
         if not math.isfinite(value):
             raise QuantityError(f"quantity must be finite, got {value!r}")
-        return Fraction(str(value))
+        return _in_range(Fraction(str(value)), value)
     text = str(value).strip()
-    match = _QUANTITY_RE.match(text)
+    match = _QUANTITY_RE.fullmatch(text)
     if match is None:
         raise QuantityError(
             f"quantities must match the regular expression "
-            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {value!r}"
+            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {_shown(str(value))}"
         )
-    number = Fraction(match["number"])
+    digits = match["number"]
     suffix = match["suffix"] or ""
+    if len(digits) > _MAX_DIGITS:
+        raise QuantityError(f"quantity out of range: more than {_MAX_DIGITS} digits in {_shown(text)}")
+    number = Fraction(digits)
     if suffix in _BINARY_SUFFIXES:
         number *= _BINARY_SUFFIXES[suffix]
     elif suffix in _DECIMAL_SUFFIXES:
         number *= _DECIMAL_SUFFIXES[suffix]
     else:  # exponent form, e.g. 1e3
-        exponent = int(suffix[1:])
+        exponent_digits = suffix[1:].lstrip("+-").lstrip("0") or "0"
+        exponent = int(exponent_digits) if len(exponent_digits) <= 3 else _MAX_DIGITS
         if abs(exponent) > 30:
-            raise QuantityError(f"quantity exponent out of range in {value!r}")
-        number *= Fraction(10) ** exponent
-    return -number if match["sign"] == "-" else number
+            raise QuantityError(f"quantity exponent out of range in {_shown(text)}")
+        number *= Fraction(10) ** (-exponent if suffix[1:2] == "-" else exponent)
+    return _in_range(-number if match["sign"] == "-" else number, value)
+
+
+def _shown(text: str) -> str:
+    """The offending text for a message: long text is cut, so an error stays a line."""
+    return repr(text if len(text) <= 80 else text[:80] + "...")
+
+
+def _in_range(number: Fraction, value: str | int | float) -> Fraction:
+    if abs(number) > MAX_MAGNITUDE:
+        shown = f", got {_shown(value)}" if isinstance(value, str) else ""
+        raise QuantityError(f"quantity out of range: the magnitude may not exceed 2^63-1{shown}")
+    return number
 
 
 def to_milli(value: str | int | float) -> int:
@@ -85,3 +108,36 @@ def format_bytes(value: int) -> str:
         if value and value % factor == 0:
             return f"{value // factor}{suffix}"
     return str(value)
+
+
+_DECIMAL_EXPONENTS = ((18, "E"), (15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k"), (0, ""), (-3, "m"), (-6, "u"))
+_NANO = Fraction(1, 10**9)
+
+
+def format_canonical(value: Fraction | int, *, binary: bool = False) -> str:
+    """A quantity as apimachinery's Quantity.String() prints it (CanonicalizeBytes).
+
+    DecimalSI: the largest power of 1000 that leaves a whole mantissa (`1500`, `1k`, `3600m`, `1G`);
+    BinarySI (`binary`): the largest power of 1024 (`1536Mi`, `1Gi`), falling back to DecimalSI for
+    magnitudes below 1024 and for fractions, as upstream does. Precision stops at nano units, rounded
+    up, like every Quantity."""
+    exact = Fraction(value)
+    if exact % _NANO:
+        exact = (exact / _NANO).__ceil__() * _NANO
+    if exact == 0:
+        return "0"
+    sign = "-" if exact < 0 else ""
+    magnitude = abs(exact)
+    if binary and magnitude >= 1024 and magnitude.denominator == 1:
+        number = magnitude.numerator
+        suffixes = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+        power = 0
+        while power < len(suffixes) - 1 and number % 1024 == 0:
+            number //= 1024
+            power += 1
+        return f"{sign}{number}{suffixes[power]}"
+    for exponent, suffix in _DECIMAL_EXPONENTS:
+        mantissa = magnitude / Fraction(10) ** exponent
+        if mantissa.denominator == 1:
+            return f"{sign}{mantissa.numerator}{suffix}"
+    return f"{sign}{(magnitude / _NANO).numerator}n"

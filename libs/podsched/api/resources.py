@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from podsched.api.types import KIND_NODE, KIND_PDB, KIND_POD, KIND_PRIORITY_CLASS
+from podsched.api.types import KIND_NODE, KIND_PDB, KIND_POD, KIND_PRIORITY_CLASS, KIND_RESOURCE_QUOTA
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,8 @@ PDB = ResourceType(
     True,
     ("poddisruptionbudget", "pdb", "poddisruptionbudgets.policy"),
 )
-RESOURCE_TYPES = (POD, NODE, PRIORITY_CLASS, PDB)
+RESOURCE_QUOTA = ResourceType("resourcequotas", KIND_RESOURCE_QUOTA, "resourcequota", True, ("resourcequota", "quota"))
+RESOURCE_TYPES = (POD, NODE, PRIORITY_CLASS, PDB, RESOURCE_QUOTA)
 
 
 def find_resource_type(word: str) -> ResourceType | None:

@@ -1,5 +1,5 @@
-"""Typed Kubernetes objects: the subset of v1 Node/Pod, scheduling/v1 PriorityClass and policy/v1
-PodDisruptionBudget that scheduling reads.
+"""Typed Kubernetes objects: the subset of v1 Node/Pod/ResourceQuota, scheduling/v1 PriorityClass and
+policy/v1 PodDisruptionBudget that scheduling and admission read.
 
 Objects are treated as values: a state change makes a new object with `dataclasses.replace`
 (copy-on-write), so a scheduler snapshot holding the old object never sees a half-applied change.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 # Well-known names, declared once.
@@ -18,6 +19,7 @@ KIND_NODE = "Node"
 KIND_POD = "Pod"
 KIND_PRIORITY_CLASS = "PriorityClass"
 KIND_PDB = "PodDisruptionBudget"
+KIND_RESOURCE_QUOTA = "ResourceQuota"
 
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
@@ -240,6 +242,9 @@ class Container:
     requests: tuple[tuple[str, int], ...] = ()  # canonical units, see Resource
     ports: tuple[ContainerPort, ...] = ()
     restart_policy: str = ""  # "Always" marks a sidecar init container
+    # resources.limits, canonical units like requests. Scheduling never reads them; ResourceQuota
+    # does (limits.* resources, the BestEffort scope, "must specify limits.cpu").
+    limits: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,4 +390,51 @@ class PodDisruptionBudget(ObjectIdentity):
     kind = KIND_PDB
 
 
-ApiObject = Node | Pod | PriorityClass | PodDisruptionBudget
+@dataclass(frozen=True, slots=True)
+class ScopedResourceSelectorRequirement:
+    """One entry of a ResourceQuota's spec.scopeSelector.matchExpressions (or of an admission
+    configuration's limitedResources[].matchScopes)."""
+
+    scope_name: str  # PriorityClass, BestEffort, NotBestEffort, Terminating, NotTerminating, ...
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        """Go's %v of the struct, as upstream prints it in `insufficient quota to match these
+        scopes: [{PriorityClass In [high]}]`."""
+        return f"{{{self.scope_name} {self.operator} [{' '.join(self.values)}]}}"
+
+
+@dataclass(slots=True)
+class ResourceQuotaStatus:
+    """status.hard (a copy of spec.hard) and status.used, exact, in base units (CPU in cores,
+    memory in bytes). Both are the system's to compute: see `podsched.admission.resource_quota`."""
+
+    hard: dict[str, Fraction] = field(default_factory=dict)
+    used: dict[str, Fraction] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ResourceQuota(ObjectIdentity):
+    metadata: ObjectMeta
+    # spec.hard: resource name -> exact quantity in base units (cores, bytes, counts).
+    hard: dict[str, Fraction] = field(default_factory=dict)
+    # spec.hard entries written with a binary suffix (Ki, Mi, ...): printed back that way.
+    binary_hard: frozenset[str] = frozenset()
+    scopes: tuple[str, ...] = ()
+    # spec.scopeSelector.matchExpressions; None when the quota has no scopeSelector.
+    scope_selector: tuple[ScopedResourceSelectorRequirement, ...] | None = None
+    status: ResourceQuotaStatus = field(default_factory=ResourceQuotaStatus)
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    kind = KIND_RESOURCE_QUOTA
+
+    @property
+    def scope_requirements(self) -> tuple[ScopedResourceSelectorRequirement, ...]:
+        """getScopeSelectorsFromQuota: each of spec.scopes as `<scope> Exists`, then the selector's
+        expressions; a pod matches the quota's scopes when it matches every one."""
+        from_scopes = tuple(ScopedResourceSelectorRequirement(scope, "Exists") for scope in self.scopes)
+        return from_scopes + (self.scope_selector or ())
+
+
+ApiObject = Node | Pod | PriorityClass | PodDisruptionBudget | ResourceQuota

@@ -51,6 +51,7 @@ from podsched.api.types import (
     PodAffinity,
     PodAffinityTerm,
     PodCondition,
+    ScopedResourceSelectorRequirement,
     Taint,
     Toleration,
     TopologySpreadConstraint,
@@ -350,6 +351,11 @@ def _is_extended_resource(name: str) -> bool:
     if _is_native_resource(name) or name.startswith("requests."):
         return False
     return not qualified_name_errors("requests." + name)
+
+
+def is_extended_resource(name: str) -> bool:
+    """IsExtendedResourceName (`nvidia.com/gpu`; not `requests.`-prefixed, not kubernetes.io)."""
+    return _is_extended_resource(name)
 
 
 def _is_integer_resource(name: str) -> bool:
@@ -783,4 +789,234 @@ def validate_pod_disruption_budget_spec(
                 "spec.unhealthyPodEvictionPolicy", unhealthy_pod_eviction_policy, _UNHEALTHY_POD_EVICTION_POLICIES
             )
         )
+    return errors
+
+
+# --- ResourceQuota ----------------------------------------------------------------------------------------
+
+# pkg/apis/core/helper: the resource names the API knows (IsStandardResourceName), those quota tracks
+# (IsStandardQuotaResourceName) and those counted in whole units (IsIntegerResourceName).
+_OBJECT_COUNT_RESOURCES = (
+    RESOURCE_PODS,
+    "resourcequotas",
+    "services",
+    "replicationcontrollers",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "services.nodeports",
+    "services.loadbalancers",
+)
+_COMPUTE_QUOTA_RESOURCES = (
+    RESOURCE_CPU,
+    RESOURCE_MEMORY,
+    RESOURCE_EPHEMERAL_STORAGE,
+    "requests.cpu",
+    "requests.memory",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+)
+_STANDARD_QUOTA_RESOURCES = frozenset((*_COMPUTE_QUOTA_RESOURCES, *_OBJECT_COUNT_RESOURCES, "requests.storage"))
+_STANDARD_RESOURCES = _STANDARD_QUOTA_RESOURCES | {"storage"}
+_QUOTA_HUGEPAGES_PREFIXES = (_HUGEPAGES_PREFIX, "requests." + _HUGEPAGES_PREFIX)
+_INTEGER_QUOTA_RESOURCES = frozenset(_OBJECT_COUNT_RESOURCES)
+
+SCOPE_TERMINATING = "Terminating"
+SCOPE_NOT_TERMINATING = "NotTerminating"
+SCOPE_BEST_EFFORT = "BestEffort"
+SCOPE_NOT_BEST_EFFORT = "NotBestEffort"
+SCOPE_PRIORITY_CLASS = "PriorityClass"
+SCOPE_CROSS_NAMESPACE_POD_AFFINITY = "CrossNamespacePodAffinity"
+QUOTA_SCOPES = (
+    SCOPE_TERMINATING,
+    SCOPE_NOT_TERMINATING,
+    SCOPE_BEST_EFFORT,
+    SCOPE_NOT_BEST_EFFORT,
+    SCOPE_PRIORITY_CLASS,
+    SCOPE_CROSS_NAMESPACE_POD_AFFINITY,
+)
+SCOPE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+_EXISTS_ONLY_SCOPES = (
+    SCOPE_BEST_EFFORT,
+    SCOPE_NOT_BEST_EFFORT,
+    SCOPE_TERMINATING,
+    SCOPE_NOT_TERMINATING,
+    SCOPE_CROSS_NAMESPACE_POD_AFFINITY,
+)
+_CONFLICTING_SCOPES = ((SCOPE_BEST_EFFORT, SCOPE_NOT_BEST_EFFORT), (SCOPE_TERMINATING, SCOPE_NOT_TERMINATING))
+_POD_SCOPED_QUOTA_RESOURCES = (
+    RESOURCE_PODS,
+    RESOURCE_CPU,
+    RESOURCE_MEMORY,
+    "limits.cpu",
+    "limits.memory",
+    "requests.cpu",
+    "requests.memory",
+)
+
+
+class RenderedValue:
+    """A rejected value printed as upstream's field.Error prints a non-string: its JSON, unquoted
+    (`spec.scopeSelector.matchExpressions.values: Invalid value: ["a"]: ...`)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, value: object) -> None:
+        self.text = json.dumps(value, separators=(",", ":"))
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def is_standard_quota_resource(name: str) -> bool:
+    """IsStandardQuotaResourceName."""
+    return name in _STANDARD_QUOTA_RESOURCES or name.startswith(_QUOTA_HUGEPAGES_PREFIXES)
+
+
+def is_integer_quota_resource(name: str) -> bool:
+    """IsIntegerResourceName: object counts, and extended resources (`count/pods` is one)."""
+    return name in _INTEGER_QUOTA_RESOURCES or _is_extended_resource(name)
+
+
+def quota_resource_name_errors(name: str, path: str) -> list[FieldError]:
+    """ValidateResourceQuotaResourceName: a qualified name; an unprefixed one must be a standard
+    resource (`must be a standard resource type or fully qualified`) and one quota tracks (`must be a
+    standard resource for quota`); both are reported, as upstream reports them."""
+    errors = _invalid_each(path, name, qualified_name_errors(name))
+    if (
+        not errors
+        and "/" not in name
+        and name not in _STANDARD_RESOURCES
+        and not name.startswith(_QUOTA_HUGEPAGES_PREFIXES)
+    ):
+        errors.append(invalid(path, name, "must be a standard resource type or fully qualified"))
+    if "/" not in name and not is_standard_quota_resource(name):
+        errors.append(invalid(path, name, "must be a standard resource for quota"))
+    return errors
+
+
+def quota_quantity_errors(name: str, value: Fraction, shown: str, path: str) -> list[FieldError]:
+    """ValidateResourceQuantityValue: not negative; integer resources in whole units. `shown` is
+    the canonical quantity (upstream prints Quantity.String())."""
+    errors = [invalid(path, shown, _NEGATIVE_MSG)] if value < 0 else []
+    if is_integer_quota_resource(name) and (value * 1000).__ceil__() % 1000:
+        errors.append(invalid(path, shown, _NOT_INTEGER_MSG))
+    return errors
+
+
+def _scope_valid_for_resource(scope: str, resource: str) -> bool:
+    """IsResourceQuotaScopeValidForResource."""
+    if scope in (
+        SCOPE_TERMINATING,
+        SCOPE_NOT_TERMINATING,
+        SCOPE_NOT_BEST_EFFORT,
+        SCOPE_PRIORITY_CLASS,
+        SCOPE_CROSS_NAMESPACE_POD_AFFINITY,
+    ):
+        return resource in _POD_SCOPED_QUOTA_RESOURCES
+    if scope == SCOPE_BEST_EFFORT:
+        return resource == RESOURCE_PODS
+    return True
+
+
+def _scope_resource_errors(scope: str, hard: Iterable[str], path: str, shown: object) -> list[FieldError]:
+    return [
+        invalid(path, shown, "unsupported scope applied to resource")
+        for resource in sorted(hard)
+        if is_standard_quota_resource(resource) and not _scope_valid_for_resource(scope, resource)
+    ]
+
+
+def _conflict_errors(scopes: set[str], path: str, shown: object) -> list[FieldError]:
+    return [invalid(path, shown, "conflicting scopes") for pair in _CONFLICTING_SCOPES if scopes.issuperset(pair)]
+
+
+def validate_quota_scopes(scopes: Sequence[str], hard: Iterable[str], path: str = "spec.scopes") -> list[FieldError]:
+    """validateResourceQuotaScopes: known scopes, valid for every hard resource, not conflicting.
+    Upstream names the whole list as the bad value."""
+    if not scopes:
+        return []
+    shown = RenderedValue(list(scopes))
+    hard = list(hard)
+    errors: list[FieldError] = []
+    for scope in scopes:
+        if scope not in QUOTA_SCOPES:
+            errors.append(invalid(path, shown, "unsupported scope"))
+        errors.extend(_scope_resource_errors(scope, hard, path, shown))
+    errors.extend(_conflict_errors(set(scopes), path, shown))
+    return errors
+
+
+def _selector_shown(selector: Sequence[ScopedResourceSelectorRequirement]) -> RenderedValue:
+    """The internal core.ScopeSelector as encoding/json renders it (no json tags: Go field names)."""
+    return RenderedValue(
+        {
+            "MatchExpressions": [
+                {"ScopeName": r.scope_name, "Operator": r.operator, "Values": list(r.values) or None} for r in selector
+            ]
+        }
+    )
+
+
+def scope_requirement_errors(
+    requirement: ScopedResourceSelectorRequirement, path: str, *, check_values: bool = True
+) -> list[FieldError]:
+    """One scope selector requirement: the operator's rules for its scope and its values (the part
+    of validateScopedResourceSelectorRequirement that does not look at spec.hard)."""
+    errors: list[FieldError] = []
+    if requirement.scope_name in _EXISTS_ONLY_SCOPES and requirement.operator != "Exists":
+        errors.append(
+            invalid(
+                f"{path}.operator",
+                requirement.operator,
+                "must be 'Exists' when scope is any of ResourceQuotaScopeTerminating, "
+                "ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort "
+                "or ResourceQuotaScopeCrossNamespacePodAffinity",
+            )
+        )
+    operator, values = requirement.operator, requirement.values
+    if operator in ("In", "NotIn"):
+        if not values and check_values:
+            errors.append(
+                required(
+                    f"{path}.values", "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"
+                )
+            )
+    elif operator in ("Exists", "DoesNotExist"):
+        if values and check_values:
+            errors.append(
+                invalid(
+                    f"{path}.values",
+                    RenderedValue(list(values)),
+                    "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector",
+                )
+            )
+    else:
+        errors.append(invalid(f"{path}.operator", operator, _BAD_OPERATOR_MSG))
+    return errors
+
+
+def validate_scope_selector(
+    selector: Sequence[ScopedResourceSelectorRequirement] | None,
+    hard: Iterable[str],
+    scopes: Sequence[str],
+    path: str = "spec.scopeSelector",
+) -> list[FieldError]:
+    """validateScopedResourceSelectorRequirement. Upstream's paths name `matchExpressions` without
+    an index, and a conflict names spec.scopes as the bad value: both kept, users compare them."""
+    if selector is None:
+        return []
+    path = f"{path}.matchExpressions"
+    hard = list(hard)
+    errors: list[FieldError] = []
+    seen: set[str] = set()
+    for requirement in selector:
+        if requirement.scope_name not in QUOTA_SCOPES:
+            errors.append(invalid(f"{path}.scopeName", requirement.scope_name, "unsupported scope"))
+        errors.extend(_scope_resource_errors(requirement.scope_name, hard, path, _selector_shown(selector)))
+        errors.extend(scope_requirement_errors(requirement, path))
+        seen.add(requirement.scope_name)
+    errors.extend(_conflict_errors(seen, path, RenderedValue(list(scopes) or None)))
     return errors

@@ -6,13 +6,20 @@ then asks Filter and PostFilter where an admitted pod would go."""
 from __future__ import annotations
 
 from podsched.admission.priority import (
-    admit_pod,
     check_global_default,
     validate_priority_class,
     validate_priority_class_update,
 )
-from podsched.api.types import ApiObject, Node, Pod, PodDisruptionBudget, PriorityClass
-from podsched.cluster.state import CONFIGURED, CREATED, UNCHANGED, Cluster, pod_update
+from podsched.api.types import ApiObject, Node, Pod, PodDisruptionBudget, PriorityClass, ResourceQuota
+from podsched.cluster.state import (
+    CONFIGURED,
+    CREATED,
+    UNCHANGED,
+    Cluster,
+    pod_update,
+    quota_spec,
+    validate_resource_quota_update,
+)
 
 
 def admit_without_storing(cluster: Cluster, obj: ApiObject) -> tuple[str, ApiObject]:
@@ -48,9 +55,16 @@ def admit_without_storing(cluster: Cluster, obj: ApiObject) -> tuple[str, ApiObj
             obj.max_unavailable,
         )
         return (UNCHANGED if same else CONFIGURED), obj
+    if isinstance(obj, ResourceQuota):
+        old_quota = cluster.resource_quotas.get(obj.key)
+        if old_quota is None:
+            return CREATED, obj
+        validate_resource_quota_update(old_quota, obj)
+        return (UNCHANGED if quota_spec(old_quota) == quota_spec(obj) else CONFIGURED), obj
     assert isinstance(obj, Pod)
     old_pod = cluster.pods.get(obj.key)
     if old_pod is None:
-        return CREATED, admit_pod(obj, cluster.priority_classes)
+        # Priority, then ResourceQuota against this copy's usage: the binder decides again on its own.
+        return CREATED, cluster.admit_new_pod(obj)
     updated = pod_update(old_pod, obj)
     return (UNCHANGED, old_pod) if updated is None else (CONFIGURED, updated)

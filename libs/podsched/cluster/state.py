@@ -1,8 +1,8 @@
 """The cluster: objects, admission, node state and the binder's placement semantics.
 
 `Cluster` is the single writer of placement decisions. It
-  * admits objects (validation, PriorityClass rules, priority admission) and rejects bad ones
-    without changing anything;
+  * admits objects (validation, PriorityClass rules, priority admission, ResourceQuota admission)
+    and rejects bad ones without changing anything;
   * binds pods, refusing a bind that would overcommit a node (requests of bound *and terminating*
     pods never exceed allocatable) or bind a pod twice;
   * evicts preemption victims the way kube-scheduler does: DisruptionTarget condition with reason
@@ -11,7 +11,7 @@
   * sets and clears status.nominatedNodeName;
   * plays the node agent: bound pods become Running, terminating pods go away when their grace
     period ends;
-  * records Kubernetes Events and keeps PodDisruptionBudget status current.
+  * records Kubernetes Events and keeps PodDisruptionBudget and ResourceQuota status current.
 
 Every change is reported to listeners as a `Change`, which the scheduler queue turns into cluster
 events and the services turn into Kafka records.
@@ -32,6 +32,16 @@ from podsched.admission.priority import (
     validate_priority_class,
     validate_priority_class_update,
 )
+from podsched.admission.resource_quota import (
+    QuotaAdmissionConfig,
+    add_usage,
+    check_pod_create,
+    matching_resources,
+    pod_counts_for_compute,
+    pod_usage,
+    quota_matches_pod,
+    quota_usage,
+)
 from podsched.api.errors import ApiError, FieldError
 from podsched.api.labels import selector_matches
 from podsched.api.types import (
@@ -41,6 +51,7 @@ from podsched.api.types import (
     KIND_PDB,
     KIND_POD,
     KIND_PRIORITY_CLASS,
+    KIND_RESOURCE_QUOTA,
     POD_FAILED,
     POD_RUNNING,
     REASON_PREEMPTION_BY_SCHEDULER,
@@ -52,7 +63,10 @@ from podsched.api.types import (
     PodDisruptionBudget,
     PodDisruptionBudgetStatus,
     PriorityClass,
+    ResourceQuota,
+    ResourceQuotaStatus,
 )
+from podsched.api.validation import RenderedValue
 from podsched.cluster import events as ev
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
 from podsched.framework.resource import pod_requests
@@ -126,7 +140,7 @@ def _with_condition(pod: Pod, condition: PodCondition) -> tuple[PodCondition, ..
 
 
 def ref(obj: ApiObject) -> ev.ObjectReference:
-    namespace = obj.metadata.namespace if obj.kind in (KIND_POD, KIND_PDB) else ""
+    namespace = obj.metadata.namespace if obj.kind in (KIND_POD, KIND_PDB, KIND_RESOURCE_QUOTA) else ""
     return ev.ObjectReference(obj.kind, namespace, obj.metadata.name, obj.metadata.uid)
 
 
@@ -136,6 +150,7 @@ class Cluster:
         clock: Callable[[], float],
         uid_factory: Callable[[], str] | None = None,
         authoritative: bool = True,
+        quota_admission: QuotaAdmissionConfig | None = None,
     ) -> None:
         self.clock = clock
         # A replica (authoritative=False) follows the binder's log with `restore`: it never computes
@@ -148,6 +163,13 @@ class Cluster:
         self.pods_by_uid: dict[str, Pod] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: dict[tuple[str, str], PodDisruptionBudget] = {}
+        # ResourceQuotas, each carrying its status.used. Usage is derived state: every copy of the
+        # cluster computes it from its own pods (the binder's log carries only the quota objects),
+        # charging and releasing pods as they are stored and removed (`_charge_quotas`), so the same
+        # log gives the same usage everywhere and admission costs O(quotas in the namespace).
+        self.resource_quotas: dict[tuple[str, str], ResourceQuota] = {}
+        self._quota_keys: dict[str, set[tuple[str, str]]] = {}  # namespace -> its quotas
+        self.quota_admission = quota_admission or QuotaAdmissionConfig()
         self.node_infos: dict[str, NodeInfo] = {}
         self.history: dict[str, Pod] = {}  # uid -> last version of every pod ever created
         self.events: list[ev.Event] = []
@@ -235,6 +257,8 @@ class Cluster:
             return self._apply_node(obj)
         if isinstance(obj, PodDisruptionBudget):
             return self._apply_pdb(obj)
+        if isinstance(obj, ResourceQuota):
+            return self._apply_resource_quota(obj)
         return self._apply_pod(obj)
 
     def _new_meta(self, obj: Any, old: Any | None) -> None:
@@ -311,11 +335,77 @@ class Cluster:
         self._notify(Change(MODIFIED if old else ADDED, KIND_PDB, old, pdb))
         return (CONFIGURED if old else CREATED), pdb
 
+    # --- ResourceQuota ---------------------------------------------------------------------------
+
+    def quotas_in(self, namespace: str) -> list[ResourceQuota]:
+        """The namespace's quotas in name order, each with its current status."""
+        keys = self._quota_keys.get(namespace)
+        return [self.resource_quotas[key] for key in sorted(keys)] if keys else []
+
+    def _with_status(self, quota: ResourceQuota) -> ResourceQuota:
+        hard = dict(quota.hard)
+        return replace(quota, status=ResourceQuotaStatus(hard, quota_usage(quota, self.pods.values())))
+
+    def _store_resource_quota(self, old: ResourceQuota | None, quota: ResourceQuota) -> ResourceQuota:
+        """Store a quota with its status computed from the stored pods, and notify."""
+        stored = self._with_status(quota)
+        self.resource_quotas[stored.key] = stored
+        self._quota_keys.setdefault(stored.namespace, set()).add(stored.key)
+        self._notify(Change(MODIFIED if old else ADDED, KIND_RESOURCE_QUOTA, old, stored))
+        return stored
+
+    def _remove_resource_quota(self, key: tuple[str, str]) -> ResourceQuota | None:
+        quota = self.resource_quotas.pop(key, None)
+        if quota is not None:
+            keys = self._quota_keys.get(quota.namespace, set())
+            keys.discard(key)
+            if not keys:
+                self._quota_keys.pop(quota.namespace, None)
+            self._notify(Change(REMOVED, KIND_RESOURCE_QUOTA, quota, None))
+        return quota
+
+    def _apply_resource_quota(self, quota: ResourceQuota) -> tuple[str, ApiObject]:
+        old = self.resource_quotas.get(quota.key)
+        if old is not None:
+            validate_resource_quota_update(old, quota)
+            if quota_spec(old) == quota_spec(quota):
+                return UNCHANGED, old
+        self._new_meta(quota, old)
+        return (CONFIGURED if old else CREATED), self._store_resource_quota(old, quota)
+
+    def _charge_quotas(self, pod: Pod, sign: int) -> None:
+        """Add (1) or release (-1) the pod's usage in every quota of its namespace that matches it.
+        Quotas are values: the charged quota replaces the stored one. Not a change listeners hear
+        of (no record, no resource version): usage follows the pods, which are recorded."""
+        keys = self._quota_keys.get(pod.namespace)
+        if not keys:
+            return
+        usage = pod_usage(pod)
+        for key in keys:
+            quota = self.resource_quotas[key]
+            if not quota_matches_pod(quota, pod):
+                continue
+            used = dict(quota.status.used)
+            add_usage(used, usage, matching_resources(quota.hard), sign)
+            self.resource_quotas[key] = replace(quota, status=ResourceQuotaStatus(quota.status.hard, used))
+
+    # --- pods ------------------------------------------------------------------------------------
+
+    def admit_new_pod(self, pod: Pod) -> Pod:
+        """Admission of a pod CREATE, in the API server's order: Priority (resolves the class, which
+        quota scopes then match), then ResourceQuota against the namespace's quotas as they stand.
+        Returns the admitted pod; raises ApiError. Changes nothing: the binder calls it in its
+        serialized write path (`apply`), so two racing creates are checked one after the other."""
+        admitted = admit_pod(pod, self.priority_classes)
+        check_pod_create(admitted, self.quotas_in(admitted.namespace), self.quota_admission)
+        return admitted
+
     def _apply_pod(self, pod: Pod) -> tuple[str, ApiObject]:
         old = self.pods.get(pod.key)
         if old is not None:
+            # Upstream charges quota on CREATE only: an update never changes what a pod uses here.
             return self._update_pod_spec(old, pod)
-        admitted = admit_pod(pod, self.priority_classes)
+        admitted = self.admit_new_pod(pod)
         self._new_meta(admitted, None)
         if admitted.spec.node_name:
             admitted = self._admit_placed_pod(admitted)
@@ -353,12 +443,17 @@ class Cluster:
         return bool(pod.spec.node_name) and pod.status.phase != POD_FAILED and pod.spec.node_name in self.node_infos
 
     def _store_pod(self, old: Pod | None, new: Pod | None) -> None:
-        """Replace `old` by `new` everywhere (NodeInfo, indexes, history) and notify."""
+        """Replace `old` by `new` everywhere (NodeInfo, indexes, quota usage, history) and notify."""
+        recharge = self._quota_keys and not (old is not None and new is not None and _charged_alike(old, new))
         if old is not None:
             if self._occupies_node(old):
                 self.node_infos[old.spec.node_name].remove_pod(old)
             self._dirty_pdb_namespaces.add(old.namespace)
+            if recharge:
+                self._charge_quotas(old, -1)
         if new is not None:
+            if recharge:
+                self._charge_quotas(new, 1)
             self.pods[new.key] = new
             self.pods_by_uid[new.uid] = new
             self.history[new.uid] = new
@@ -410,6 +505,11 @@ class Cluster:
                 raise ApiError.not_found(KIND_PDB, name, namespace)
             self._notify(Change(REMOVED, KIND_PDB, pdb, None))
             return pdb
+        if kind == KIND_RESOURCE_QUOTA:
+            quota = self._remove_resource_quota((namespace, name))
+            if quota is None:
+                raise ApiError.not_found(KIND_RESOURCE_QUOTA, name, namespace)
+            return quota
         raise ApiError.bad_request(kind, name, f'the server doesn\'t have a resource type "{kind}"')
 
     def _delete_pod(self, pod: Pod, grace_period: int | None) -> Pod:
@@ -589,6 +689,13 @@ class Cluster:
                     self._notify(Change(REMOVED, KIND_NODE, old_node, None))
             else:
                 self._store_node(old_node, obj)
+        elif isinstance(obj, ResourceQuota):
+            if change_type == REMOVED:
+                self._remove_resource_quota(obj.key)
+            else:
+                # The recorded status is the binder's view at the time; this copy derives its own
+                # from its pods, which are the same pods at this point of the log.
+                self._store_resource_quota(self.resource_quotas.get(obj.key), obj)
         elif isinstance(obj, PriorityClass):
             old_class = self.priority_classes.get(obj.name)
             if change_type == REMOVED:
@@ -669,6 +776,38 @@ class Cluster:
                     self._stamp(new)
                     self.pdbs[key] = new
                     self._notify(Change(MODIFIED, KIND_PDB, pdb, new))
+
+
+def _charged_alike(old: Pod, new: Pod) -> bool:
+    """Whether quota sees no difference between two versions of a pod: same spec and manifest
+    (pods are values: a status-only update keeps both objects), and both counted or both terminal."""
+    return (
+        old.spec is new.spec and old.source is new.source and pod_counts_for_compute(old) == pod_counts_for_compute(new)
+    )
+
+
+def quota_spec(quota: ResourceQuota) -> tuple[object, ...]:
+    """What an apply of a quota can change: a quota whose spec and labels are the same is unchanged."""
+    return (
+        quota.metadata.labels,
+        quota.metadata.annotations,
+        quota.hard,
+        quota.binary_hard,
+        quota.scopes,
+        quota.scope_selector,
+    )
+
+
+def validate_resource_quota_update(old: ResourceQuota, new: ResourceQuota) -> None:
+    """ValidateResourceQuotaUpdate beyond what decoding checks: spec.scopes may not change."""
+    if set(old.scopes) != set(new.scopes):
+        shown = RenderedValue(list(new.scopes) or None)
+        raise ApiError.invalid(
+            KIND_RESOURCE_QUOTA,
+            new.name,
+            [FieldError("spec.scopes", "field is immutable", shown)],
+            new.namespace,
+        )
 
 
 def _scaled(value: int | str, total: int, round_up: bool) -> int:

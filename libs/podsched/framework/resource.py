@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from podsched.api.types import (
     RESOURCE_CPU,
     RESOURCE_MEMORY,
@@ -27,28 +29,44 @@ def _max_requests(total: dict[str, int], requests: dict[str, int]) -> None:
             total[name] = value
 
 
-def pod_request_map(pod: Pod) -> dict[str, int]:
-    """Sum of app containers and sidecars, at least the largest init container's peak, plus overhead.
+def _pod_total(pod: Pod, amounts: Callable[[Container], tuple[tuple[str, int], ...]]) -> dict[str, int]:
+    """Sum of app containers and sidecars, at least the largest init container's peak.
 
     Init containers run one at a time before the app containers; a sidecar (restartPolicy Always)
     keeps running, so it adds to every later init container and to the app containers."""
     total: dict[str, int] = {}
     for container in pod.spec.containers:
-        _add_requests(total, container.requests)
+        _add_requests(total, amounts(container))
     init_peak: dict[str, int] = {}
     sidecars: dict[str, int] = {}
     for init in pod.spec.init_containers:
         if init.restart_policy == "Always":
-            _add_requests(sidecars, init.requests)
+            _add_requests(sidecars, amounts(init))
             _max_requests(init_peak, dict(sidecars))
         else:
             step = dict(sidecars)
-            _add_requests(step, init.requests)
+            _add_requests(step, amounts(init))
             _max_requests(init_peak, step)
     for name, value in sidecars.items():
         total[name] = total.get(name, 0) + value
     _max_requests(total, init_peak)
+    return total
+
+
+def pod_request_map(pod: Pod) -> dict[str, int]:
+    """PodRequests: the containers' requests as `_pod_total` combines them, plus overhead."""
+    total = _pod_total(pod, lambda container: container.requests)
     _add_requests(total, pod.spec.overhead)
+    return total
+
+
+def pod_limit_map(pod: Pod) -> dict[str, int]:
+    """PodLimits: the containers' limits combined like requests; overhead is added only to the
+    resources some container limits (an unlimited resource stays unlimited)."""
+    total = _pod_total(pod, lambda container: container.limits)
+    for name, value in pod.spec.overhead:
+        if name in total:
+            total[name] += value
     return total
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from podsched.admission.resource_quota import QuotaAdmissionConfig
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, load_documents
 from podsched.api.types import Pod
@@ -72,11 +73,13 @@ class Simulator:
         rng: random.Random | None = None,
         executor: DryRunExecutor | None = None,
         fast: bool = True,
+        admission: QuotaAdmissionConfig | None = None,
     ) -> None:
         self.config = config or SchedulerConfig()
         self.now = start_time
         clock = self.clock
-        self.cluster = Cluster(clock)
+        # The binder's admission, ResourceQuota included (`admission`: the --admission-config file).
+        self.cluster = Cluster(clock, quota_admission=admission)
         self.queue = sq.SchedulingQueue(
             clock, self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds
         )
@@ -129,7 +132,7 @@ class Simulator:
                 raw_metadata = document.get("metadata")
                 metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
                 namespace = error.namespace or str(metadata.get("namespace", "") or "")
-                if not namespace and error.kind in ("Pod", "PodDisruptionBudget"):
+                if not namespace and error.kind in ("Pod", "PodDisruptionBudget", "ResourceQuota"):
                     namespace = "default"
                 rejected.append(
                     Rejection(

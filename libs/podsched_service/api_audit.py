@@ -1,0 +1,157 @@
+"""The API audit log: every write request to the public API, accepted or refused, with who asked,
+as an AuditEvent (protos/podsched_proto/audit/v1/audit.proto) on the topic podsched.audit.v1.
+
+Not to be confused with tests/audit.py, the test suite's invariant checker over the object log.
+
+The queue service serves the public API, so it produces these records itself, with an idempotent
+producer (acks=all) of its own: the binder stays the single (transactional) writer of the cluster's
+state, and an audit record is not part of that state. A write's record is sent after the binder
+acknowledged the write and awaited before the client gets its answer, so every acknowledged write
+has its record (a crash in between loses the record of a write the client never heard about;
+upstream's buffered audit backends lose more). A refused write's record is awaited before the refusal."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+
+import grpc
+from aiokafka import AIOKafkaProducer
+from google.protobuf.json_format import MessageToJson
+
+from podsched_proto.audit.v1 import audit_pb2
+from podsched_service.authentication import Identity
+from podsched_service.kafka_log import ensure_topic_names
+
+log = logging.getLogger(__name__)
+
+AUDIT_TOPIC = "podsched.audit.v1"
+# How long an answer waits for its audit record before the record is logged instead.
+RECORD_TIMEOUT_SECONDS = 10.0
+# Audit records are the operator's to expire: the broker's default retention applies.
+AUDIT_TOPIC_CONFIG = {"min.insync.replicas": "1"}
+
+# Kubernetes' reason -> HTTP status code, for response_status.code.
+HTTP_CODES = {
+    "": 200,
+    "Created": 201,
+    "BadRequest": 400,
+    "Unauthorized": 401,
+    "Forbidden": 403,
+    "NotFound": 404,
+    "AlreadyExists": 409,
+    "Conflict": 409,
+    "Invalid": 422,
+    "InternalError": 500,
+    "ServiceUnavailable": 503,
+}
+# When the message does not say the reason (client-side style `error: ...` lines).
+REASONS_BY_GRPC_CODE = {
+    grpc.StatusCode.INVALID_ARGUMENT: "BadRequest",
+    grpc.StatusCode.UNAUTHENTICATED: "Unauthorized",
+    grpc.StatusCode.PERMISSION_DENIED: "Forbidden",
+    grpc.StatusCode.FAILED_PRECONDITION: "Forbidden",
+    grpc.StatusCode.NOT_FOUND: "NotFound",
+    grpc.StatusCode.ALREADY_EXISTS: "AlreadyExists",
+    grpc.StatusCode.ABORTED: "Conflict",
+    grpc.StatusCode.UNAVAILABLE: "ServiceUnavailable",
+    grpc.StatusCode.DEADLINE_EXCEEDED: "ServiceUnavailable",
+}
+_KUBECTL_REASON = re.compile(r"^Error from server \((\w+)\)")
+
+
+def audit_topic(prefix: str) -> str:
+    return prefix + AUDIT_TOPIC
+
+
+def new_audit_id() -> str:
+    return str(uuid.uuid4())
+
+
+def user_info(identity: Identity | None) -> audit_pb2.UserInfo:
+    if identity is None:
+        return audit_pb2.UserInfo()
+    return audit_pb2.UserInfo(
+        username=identity.username,
+        uid=identity.uid,
+        groups=list(identity.groups),
+        authentication_method=identity.method,
+    )
+
+
+def response_status(code: grpc.StatusCode, message: str, *, created: bool = False) -> audit_pb2.ResponseStatus:
+    """The HTTP-style status of an answer: the reason kubectl's line names (`Error from server
+    (Invalid): ...`), else the one the gRPC code implies."""
+    if code == grpc.StatusCode.OK:
+        return audit_pb2.ResponseStatus(code=201 if created else 200, grpc_code="OK")
+    matched = _KUBECTL_REASON.match(message)
+    reason = matched.group(1) if matched else REASONS_BY_GRPC_CODE.get(code, "InternalError")
+    return audit_pb2.ResponseStatus(
+        code=HTTP_CODES.get(reason, 500), reason=reason, message=message, grpc_code=code.name
+    )
+
+
+def source_ips(peer: str) -> list[str]:
+    """gRPC's peer string (`ipv4:127.0.0.1:5000`, `ipv6:[::1]:5000`, `unix:...`) -> its address."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv4":
+        return [rest.rpartition(":")[0]]
+    if kind == "ipv6":
+        return [rest.rpartition(":")[0].strip("[]")]
+    return [peer] if peer else []
+
+
+class ApiAuditLog:
+    """Sends AuditEvents to `<prefix>podsched.audit.v1`. `enabled` False: `record` does nothing.
+
+    `record` waits for the broker's acknowledgement; if the record cannot be written the event is
+    logged in full (JSON, level ERROR) instead, and the request's answer stands: the write it is
+    about is already durable, and failing the call would make a client retry a done write."""
+
+    def __init__(self, bootstrap: str, prefix: str, enabled: bool = True) -> None:
+        self.bootstrap = bootstrap
+        self.topic = audit_topic(prefix)
+        self.enabled = enabled
+        self.producer: AIOKafkaProducer | None = None
+
+    async def start(self) -> None:
+        if not self.enabled:
+            return
+        await ensure_topic_names(self.bootstrap, [self.topic], AUDIT_TOPIC_CONFIG)
+        self.producer = AIOKafkaProducer(
+            bootstrap_servers=self.bootstrap,
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=0,
+            client_id="podsched-queue-audit",
+        )
+        await self.producer.start()
+
+    async def stop(self) -> None:
+        if self.producer is not None:
+            producer, self.producer = self.producer, None
+            await producer.stop()  # flushes what is still in flight
+
+    async def record(self, event: audit_pb2.AuditEvent) -> None:
+        if not self.enabled:
+            return
+        ref = event.object_ref
+        key = f"{ref.resource}/{ref.namespace}/{ref.name}".encode()
+        try:
+            if self.producer is None:
+                raise RuntimeError("the audit producer is not running")
+            await asyncio.wait_for(
+                self.producer.send_and_wait(self.topic, event.SerializeToString(), key=key), RECORD_TIMEOUT_SECONDS
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the broker is unreachable: keep the record in the log at least
+            log.error(
+                "audit record not written to %s (%s): %s",
+                self.topic,
+                error,
+                MessageToJson(event, indent=None),
+                extra={"decision": "AuditRecordLost"},
+            )
