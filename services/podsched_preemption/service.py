@@ -43,6 +43,11 @@ PREEMPTION_VICTIMS = Histogram(
     buckets=[1, 2, 4, 8, 16, 32, 64],
 )
 
+STALE_FILTER_RESULTS = Counter(
+    "podsched_preemption_stale_filter_results",
+    "PostFilter requests refused because a change after the Filter outcome may let the pod fit",
+)
+
 
 class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
     def __init__(self, config: PreemptionConfig) -> None:
@@ -86,6 +91,11 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         except PodLookupError as error:
             await context.abort(error.code, str(error))
         filtered = request.filter_result
+        if request.filter_resource_version and self.copy.room.may_fit_since(pod, request.filter_resource_version):
+            # The diagnosis predates a change that may let the pod fit: deciding on it could evict a
+            # pod for nothing. The queue filters the pod again.
+            STALE_FILTER_RESULTS.inc()
+            return preemption_pb2.PostFilterResponse(stale_filter_result=True, resource_version=replica.version)
         diagnosis = node_to_status(list(filtered.node_statuses), filtered.absent_status)
         snapshot = cluster.snapshot()
         now = time.time()
