@@ -34,7 +34,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -399,6 +399,8 @@ async def main_async(args: argparse.Namespace) -> int:
         try:
             for name in names:
                 workload = WORKLOADS[name].scaled(args.scale)
+                if args.nodes:  # the scaling runs: same pods, another cluster size
+                    workload = replace(workload, nodes=args.nodes)
                 result = await run_workload(
                     workload, broker, Path(tmp) / "runs", args.workers, args.timeout, args.scale, args.batch_size
                 )
@@ -418,6 +420,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workload", action="append", default=[], help=f"one of {sorted(SHORT_NAMES)}")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply nodes and pod counts (quick runs)")
+    parser.add_argument("--nodes", type=int, default=0, help="override the node count (scaling runs)")
     parser.add_argument("--workers", type=int, default=2, help="preemption worker processes")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for each phase")
     parser.add_argument("--batch-size", type=int, default=0, help="the queue's PODSCHED_BATCH_SIZE (0: its default)")

@@ -528,3 +528,26 @@ def pending_reasons(log: Log) -> dict[str, str]:
         for uid, pod in final_pods(log).items()
         if not pod.deleted and not pod.node_name
     }
+
+
+def timeline(log: Log, names: set[str], nodes: frozenset[str] = frozenset()) -> list[str]:
+    """One line per record about the named pods (or naming them as the preemptor), and per pod change that
+    binds or nominates a pod to one of `nodes`, in log order: what a failure message needs to say how a pod
+    got where it is. Changes come first, then events, since the two topics have no common order (each change
+    carries its resource version, each event its sequence)."""
+    lines: list[str] = []
+    for change in log.changes:
+        if change.object.kind == KIND_POD and (
+            change.object.name in names or change.node_name in nodes or change.nominated_node_name in nodes
+        ):
+            lines.append(
+                f"rv {change.resource_version} {_type_name(change)} {change.object.name} by {change.writer}: "
+                f"node={change.node_name or '-'} nominated={change.nominated_node_name or '-'} phase={change.phase}"
+            )
+    for event in log.events:
+        if event.involved_object.name in names or (event.HasField("related") and event.related.name in names):
+            related = f" (preemptor {event.related.name})" if event.HasField("related") and event.related.name else ""
+            lines.append(
+                f"event #{event.sequence} {event.reason} {event.involved_object.name}{related}: {event.message}"
+            )
+    return lines

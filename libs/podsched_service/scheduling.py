@@ -16,6 +16,7 @@ from podsched.cluster.state import Cluster
 from podsched.config.scheduler_config import SchedulerConfig, parse_scheduler_config
 from podsched.queue.cluster_feed import nominator_feed
 from podsched.queue.nominator import Nominator
+from podsched.scheduler.room import RoomTracker
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_service.replica import Replica
 
@@ -36,6 +37,8 @@ class ClusterCopy:
         self.cluster = Cluster(time.time, authoritative=False)
         self.nominator = Nominator()
         self.cluster.listeners.append(nominator_feed(self.nominator))
+        self.room = RoomTracker(lambda: self.cluster.resource_version)
+        self.cluster.listeners.append(self.room.on_change)
         self.replica = Replica(self.cluster, bootstrap, prefix, follow_events)
 
     async def catch_up(self, min_resource_version: int, context: grpc.aio.ServicerContext) -> None:

@@ -16,3 +16,11 @@ class PreemptionConfig(CommonConfig):
     metrics_address: str = DEFAULT_PREEMPTION_METRICS
     # Worker processes that run SelectVictimsOnNode over shards of the candidate nodes.
     workers: int = os.cpu_count() or 1
+    # Where the dry run runs: "auto" decides in-process with the vectorized dry run whenever it
+    # applies (resource-only pods, no inter-pod affinity in the cluster) and uses the workers
+    # otherwise; "workers" always uses the worker pool. Both give the same answer.
+    dry_run: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.dry_run not in ("auto", "workers"):
+            raise ValueError(f'PODSCHED_DRY_RUN: "{self.dry_run}" is not one of "auto", "workers"')

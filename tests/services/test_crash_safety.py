@@ -17,7 +17,7 @@ import grpc
 import pytest
 import yaml
 
-from audit import audit, final_pods, pending_reasons, read_log
+from audit import audit, final_pods, pending_reasons, read_log, timeline
 from live_api import Api
 from manifest_dicts import COMMON, node, pod
 from podsched_devstack.kafka import KafkaBroker
@@ -89,8 +89,7 @@ def settle(api: Api, expected_pods: int, timeout: float = 300, quiet: float = 3.
     while time.monotonic() < deadline:
         pods = api.pods()
         view = sorted(
-            (name, p["spec"].get("nodeName", ""), p["status"].get("nominatedNodeName", ""))
-            for name, p in pods.items()
+            (name, p["spec"].get("nodeName", ""), p["status"].get("nominatedNodeName", "")) for name, p in pods.items()
         )
         busy = len(pods) < expected_pods or any(
             p["metadata"].get("deletionTimestamp")
@@ -120,6 +119,25 @@ def settle(api: Api, expected_pods: int, timeout: float = 300, quiet: float = 3.
     raise AssertionError(
         f"the cluster did not settle in {timeout}s: {len(api.pods())} pods (expected {expected_pods}), "
         f"not settled: {sorted(pending)[:20]}, preemptors with several victims: {several}"
+    )
+
+
+def explain_several_victims(kafka: KafkaBroker, stack: ServiceStack) -> str:
+    """The log's story of every preemptor that evicted more than one pod, and of its victims."""
+    log = asyncio.run(read_log(kafka.bootstrap_servers, stack.settings.topic_prefix, timeout=60))
+    victims: dict[str, set[str]] = {}
+    for event in log.events:
+        if event.reason == "Preempted" and event.HasField("related"):
+            victims.setdefault(event.related.name, set()).add(event.involved_object.name)
+    several = {preemptor: names for preemptor, names in victims.items() if len(names) > 1}
+    nominated_to: dict[str, set[str]] = {}
+    for change in log.changes:
+        if change.nominated_node_name:
+            nominated_to.setdefault(change.object.name, set()).add(change.nominated_node_name)
+    return "\n".join(
+        f"{preemptor} evicted {sorted(names)}; every pod bound or nominated to {sorted(nominated_to[preemptor])}:\n  "
+        + "\n  ".join(timeline(log, {preemptor, *names}, frozenset(nominated_to[preemptor])))
+        for preemptor, names in sorted(several.items())
     )
 
 
@@ -162,7 +180,10 @@ def test_kill_9_of_each_service_all_services_and_the_broker_loses_nothing_and_br
     acknowledged = lows.acknowledged + submitter.acknowledged
     assert len(acknowledged) == LOW_PODS + HIGH_PODS
 
-    settle(api, LOW_PODS)
+    try:
+        settle(api, LOW_PODS)
+    except AssertionError as error:
+        raise AssertionError(f"{error}\n{explain_several_victims(kafka, stack)}") from None
     log = asyncio.run(read_log(kafka.bootstrap_servers, stack.settings.topic_prefix, timeout=60))
     violations = audit(log, acknowledged)
     assert violations == [], "\n".join(violations[:30])
@@ -174,7 +195,9 @@ def test_kill_9_of_each_service_all_services_and_the_broker_loses_nothing_and_br
     assert all(reasons.get(state.uid) for state in unbound), "a pending pod without a stated reason"
     assert sum(1 for s in live.values() if s.node_name) == NODES * SLOTS_PER_NODE, "the cluster ends full"
     assert all(live[f"high-{i:03}"].node_name for i in range(HIGH_PODS)), "every high-priority pod is bound"
-    assert sum(1 for s in final.values() if s.deleted) == HIGH_PODS, "one low-priority victim per high pod"
+    assert sum(1 for s in final.values() if s.deleted) == HIGH_PODS, (
+        f"one low-priority victim per high pod\n{explain_several_victims(kafka, stack)}"
+    )
     print(
         f"submit retries {lows.retries + submitter.retries}; bound {len(live) - len(unbound)}, pending {len(unbound)}, "
         f"preempted {sum(1 for s in final.values() if s.deleted)}; {len(log.changes)} changes, {len(log.events)} events"

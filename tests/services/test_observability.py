@@ -38,6 +38,9 @@ def traced_stack(kafka: KafkaBroker, jaeger: Jaeger, tmp_path: Path) -> Iterator
         topic_prefix=f"t{uuid.uuid4().hex[:10]}.",
         workers=2,
         otlp_endpoint=jaeger.otlp_endpoint,
+        # The example's pods would get the in-process vectorized dry run: force the worker pool, whose
+        # shard spans this test checks.
+        extra_env={"PODSCHED_DRY_RUN": "workers"},
     )
     stack = ServiceStack(settings)
     try:

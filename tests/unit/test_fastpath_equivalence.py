@@ -39,10 +39,11 @@ from podsched.api.types import (
 from podsched.api.types import NodeAffinity as NodeAffinitySpec
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
+from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
 from podsched.framework.resource import pod_requests
 from podsched.plugins.registry import build_algorithm
-from podsched.preemption.evaluator import DefaultPreemptionArgs
+from podsched.preemption.evaluator import DefaultPreemptionArgs, PreemptionOutcome
 from podsched.queue.nominator import Nominator
 from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 from podsched.simulator.engine import Simulator
@@ -110,6 +111,18 @@ def outcome(result: CycleResult) -> dict[str, Any]:
             [(c.node_name, uids(c.victims), c.num_pdb_violations) for c in preemption.candidates],
         ),
     }
+
+
+def preemption_outcome(result: PreemptionOutcome) -> tuple[Any, ...]:
+    post = result.result
+    return (
+        result.status.code,
+        tuple(result.status.reasons),
+        None
+        if post is None
+        else (post.nominated_node_name, uids(post.victims), uids(post.lower_priority_nominated_pods)),
+        [(c.node_name, uids(c.victims), c.num_pdb_violations) for c in result.candidates],
+    )
 
 
 def assert_same(plain: CycleResult, fast: CycleResult, context: str) -> None:
@@ -439,11 +452,15 @@ def describe(result: CycleResult) -> str:
 # --- single cycles --------------------------------------------------------------------------------
 
 
-def run_cycles(k: Knobs) -> None:
-    """Schedule k.cycles random pods with both algorithms on one shared, changing cluster."""
+def run_cycles(k: Knobs, post_filter_alone: bool = False) -> None:
+    """Schedule k.cycles random pods with both algorithms on one shared, changing cluster. With
+    `post_filter_alone`, every failed cycle's Filter diagnosis is also handed to PostFilter alone,
+    as the preemption service does: the fast path's `post_filter` must answer as the plain Evaluator."""
     rng = random.Random(k.seed)
     world, plain = build_world(k, rng)
     fast = world.fast
+    alone_plain = build_algorithm(CONFIGS[k.config], world.nominator, offset=lambda n: 0)
+    alone_fast = build_fast_algorithm(CONFIGS[k.config], world.nominator, offset=lambda n: 0)
     for cycle in range(k.cycles):
         pressure = rng.random() < k.pressure
         if k.style == "scores":
@@ -462,6 +479,15 @@ def run_cycles(k: Knobs) -> None:
         event("fast path" if fast.fast_cycles > handled_before else "delegated to the plain path")
         event(f"{'over' if len(snapshot) > 100 else 'under'} 100 nodes")
         event(describe(expected))
+        if post_filter_alone and expected.fit_error is not None and alone_plain.evaluator is not None:
+            diagnosis = expected.fit_error.node_to_status
+            state = CycleState()
+            alone_plain.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+            want = alone_plain.evaluator.preempt(state, pod, diagnosis, snapshot, world.pdbs, world.nominator, NOW)
+            got = alone_fast.post_filter(pod, diagnosis, snapshot, world.pdbs, world.nominator, NOW)
+            event("PostFilter alone: fast path" if got is not None else "PostFilter alone: not for the fast path")
+            if got is not None:
+                assert preemption_outcome(got) == preemption_outcome(want), context
         apply_decision(world, expected)
         if rng.random() < 0.3:
             disturb(world, rng, k)
@@ -491,6 +517,12 @@ scoring = knobs.map(lambda k: replace(k, style="scores", fill=0.8, pressure=0.0,
 @given(packed)
 def test_preemption_decisions_on_packed_clusters_are_exactly_the_plain_paths(k: Knobs) -> None:
     run_cycles(k)
+
+
+@settings(max_examples=200, **SETTINGS)  # type: ignore[arg-type]
+@given(packed)
+def test_post_filter_alone_on_a_given_diagnosis_is_exactly_the_plain_evaluators(k: Knobs) -> None:
+    run_cycles(k, post_filter_alone=True)
 
 
 @settings(max_examples=250, **SETTINGS)  # type: ignore[arg-type]

@@ -408,6 +408,41 @@ class FastSchedulingAlgorithm:
         self.fast_cycles += 1
         return self._schedule(pod, shape, profile, load, snapshot, pdbs, nominator, now)
 
+    def post_filter(
+        self,
+        pod: Pod,
+        diagnosis: NodeToStatus,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> PreemptionOutcome | None:
+        """PostFilter alone, for a Filter outcome computed elsewhere (the filter service's): the
+        vectorized dry run over the nodes the diagnosis calls Unschedulable. None when the fast path
+        does not apply to this pod or cluster; the caller then runs the plain Evaluator, which gives
+        the same answer."""
+        profile = self._profile
+        evaluator = self.plain.evaluator
+        shape = _pod_shape(pod, profile) if profile is not None and len(snapshot) else None
+        if profile is None or shape is None or evaluator is None:
+            return None
+        columns = self.columns
+        columns.sync(snapshot)
+        if columns.unsafe_rows or columns.affinity_pods:
+            return None
+        try:
+            load = self._nominated_load(pod, shape)
+        except _OutOfRange:
+            return None
+        codes = np.full(columns.n, int(diagnosis.absent.code), np.int64)
+        index = columns.index
+        for node_name, status in diagnosis.statuses.items():
+            row = index.get(node_name)
+            if row is not None:
+                codes[row] = int(status.code)
+        self.fast_cycles += 1
+        return self._preempt(evaluator, pod, shape, load, diagnosis, codes, snapshot, pdbs, nominator, now)
+
     def _delegate(
         self,
         pod: Pod,
