@@ -46,6 +46,7 @@ from podsched_devstack.kafka import KafkaBroker, ensure_kafka_installed
 from podsched_devstack.services import ServiceStack, StackSettings
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
+from podsched_queue.config import QueueConfig
 from podsched_service.codec import topics
 from podsched_service.server import CHANNEL_OPTIONS
 
@@ -349,7 +350,7 @@ async def run_workload(
             "samples": summary.samples,
             "workers": workers,
             "scale": scale,
-            "batch_size": batch_size or 1,
+            "batch_size": batch_size or QueueConfig().batch_size,
             "_ticks": [(t - began, n) for t, n in ticks],
         }
     finally:
@@ -423,7 +424,12 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=0, help="override the node count (scaling runs)")
     parser.add_argument("--workers", type=int, default=2, help="preemption worker processes")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for each phase")
-    parser.add_argument("--batch-size", type=int, default=0, help="the queue's PODSCHED_BATCH_SIZE (0: its default)")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=0,
+        help=f"the queue's PODSCHED_BATCH_SIZE (0: its default, {QueueConfig().batch_size})",
+    )
     parser.add_argument("--plot-dir", type=Path, default=Path(".cache/bench"))
     sys.exit(asyncio.run(main_async(parser.parse_args())))
 
