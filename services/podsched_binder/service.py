@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import time
@@ -27,6 +26,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, StatusCode
 from prometheus_client import Counter, Histogram
 
+from podsched.api.documents import parse_json
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
 from podsched.api.types import KIND_POD
@@ -358,7 +358,7 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
 
     async def Write(self, request: binder_pb2.WriteRequest, context: grpc.aio.ServicerContext) -> Any:
         try:
-            document = json.loads(request.object_json)
+            document = parse_json(request.object_json)
             obj = decode_object(document)
         except ApiError as error:
             await context.abort(status_code(error), error.kubectl_message())

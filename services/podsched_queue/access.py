@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import grpc
 from opentelemetry import trace
 
+from podsched.api.documents import parse_json
 from podsched.api.resources import ResourceType, resource_type_of_kind
 from podsched_proto.audit.v1 import audit_pb2
 from podsched_service.api_audit import ApiAuditLog, new_audit_id, response_status, source_ips, user_info
@@ -75,7 +76,7 @@ class Target:
         metadata.namespace (a namespaced kind defaults to "default") and metadata.name. An empty
         Target if the body is not a JSON object."""
         try:
-            document = json.loads(raw)
+            document = parse_json(raw)
         except ValueError:
             return Target()
         if not isinstance(document, dict):

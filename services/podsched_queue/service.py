@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -26,7 +25,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, Span, StatusCode
 from prometheus_client import Counter, Gauge, Histogram
 
-from podsched.api.errors import ApiError
+from podsched.api.documents import parse_json
+from podsched.api.errors import ApiError, fit_status_message, shorten
 from podsched.api.manifests import decode_object
 from podsched.api.resources import RESOURCE_TYPES, ResourceType, find_resource_type
 from podsched.api.types import (
@@ -493,7 +493,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         found = find_resource_type(word)
         if found is None:
             await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, f'error: the server doesn\'t have a resource type "{word}"'
+                grpc.StatusCode.INVALID_ARGUMENT, f'error: the server doesn\'t have a resource type "{shorten(word)}"'
             )
         assert found is not None
         return found
@@ -530,9 +530,10 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         access = service.access
         user = await access.authenticate(context, call)
         try:
-            document = json.loads(request.object_json)
+            document = parse_json(request.object_json)
         except ValueError as error:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"error: error parsing {request.source}: {error}")
+            message = f"error: error parsing {shorten(request.source)}: {error}"
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
         await self._caught_up(context)
         target = call.target
         # kubectl apply creates a new object and patches an existing one. An object the caller may
@@ -694,7 +695,8 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         kinds = set(request.kinds)
         unknown = kinds - ALL_KINDS
         if unknown:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"error: unknown kinds {sorted(unknown)}")
+            message = fit_status_message(f"error: unknown kinds {sorted(unknown)}")
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
         # Asked-for kinds must each be watchable; no kinds means every kind the caller may watch there.
         watched: set[str] = set()
         refused = []

@@ -9,6 +9,7 @@ API server's validation) is `podsched.api.manifests.decode_object`.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -48,6 +49,91 @@ def type_meta_errors(document: Mapping[str, Any]) -> list[str]:
 def error_validating_data(problems: list[str]) -> str:
     """kubectl's wording for the problems found by `type_meta_errors` (or similar)."""
     return f"error validating data: [{', '.join(problems)}]"
+
+
+# --- the JSON a document may hold --------------------------------------------------------------------
+
+# No Kubernetes object nests anywhere near this deep (a pod's deepest field is about ten levels
+# down); deeper input is refused with a reason rather than left to exhaust Python's stack in a
+# recursive copy, encode or comparison.
+MAX_DEPTH = 100
+_SHOWN_PATH = 200  # characters of a field path quoted in an error
+
+
+class DocumentError(ValueError):
+    """A document the API server's JSON decoder would not take: nested more than MAX_DEPTH levels,
+    or holding a number JSON cannot carry (NaN, infinity). `path` is where."""
+
+    def __init__(self, detail: str, path: str = "") -> None:
+        self.path = path if len(path) <= _SHOWN_PATH else path[:_SHOWN_PATH] + "..."
+        super().__init__(f"json: {detail}" + (f" at {self.path}" if self.path else ""))
+
+    @staticmethod
+    def too_deep(path: str = "") -> DocumentError:
+        return DocumentError(f"exceeded max depth of {MAX_DEPTH}", path)
+
+
+def clean_text(text: str) -> str:
+    """`text` with every lone UTF-16 surrogate (which JSON's `\\ud800` escapes can produce) replaced
+    by U+FFFD, as Go's encoding/json decodes them: such a string cannot be encoded as UTF-8, so it
+    could reach no log, protobuf or gRPC status intact."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _child_path(path: str, key: object) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def plain_document(value: Any, path: str = "", depth: int = 0) -> Any:
+    """A copy of a decoded document as the API server holds it: strings (keys too) are valid Unicode
+    (`clean_text`), numbers finite, and it nests at most MAX_DEPTH levels; else `DocumentError`.
+    Mappings become dicts and lists lists; other values (numbers, or a `datetime` in a document
+    built in Python) are kept as they are."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DocumentError(f"unsupported value: {value}", path)
+    if isinstance(value, Mapping | list | tuple):
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise DocumentError.too_deep(path)
+        if isinstance(value, Mapping):
+            return {
+                (clean_text(key) if isinstance(key, str) else key): plain_document(item, _child_path(path, key), depth)
+                for key, item in value.items()
+            }
+        return [plain_document(item, _child_path(path, index), depth) for index, item in enumerate(value)]
+    return value
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"invalid character {name[0]!r} looking for beginning of value")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise ValueError(f"json: cannot unmarshal number {text[:40]} into Go value of type float64")
+    return number
+
+
+def parse_json(raw: bytes | str) -> Any:
+    """One JSON value as the API server's decoder reads it: `NaN` and `Infinity` are not JSON, a
+    number beyond float64 is refused rather than read as infinity, and the result is a
+    `plain_document` (valid Unicode, MAX_DEPTH levels at most). Raises ValueError saying why."""
+    try:
+        document = json.loads(raw, parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:  # the parser's own stack ends far beyond MAX_DEPTH
+        raise DocumentError.too_deep() from None
+    return plain_document(document)
 
 
 # --- parsing ---------------------------------------------------------------------------------------
@@ -92,6 +178,8 @@ def _parse_yaml(text: str, source: str) -> list[Any]:
         raise _parse_error(source, f"error converting YAML to JSON: yaml: {line}{problem}") from exc
     except yaml.YAMLError as exc:
         raise _parse_error(source, f"error converting YAML to JSON: yaml: {exc}") from exc
+    except RecursionError:
+        raise _parse_error(source, f"error converting YAML to JSON: {DocumentError.too_deep()}") from None
 
 
 def _parse_json_stream(text: str, source: str) -> list[Any]:
@@ -110,6 +198,9 @@ def _parse_json_stream(text: str, source: str) -> list[Any]:
             raise _parse_error(
                 source, f"error converting JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
             ) from exc
+        except (RecursionError, ValueError) as exc:  # nested too deep; a number of more than 4300 digits
+            detail = DocumentError.too_deep() if isinstance(exc, RecursionError) else exc
+            raise _parse_error(source, f"error converting JSON: {detail}") from None
         documents.append(document)
 
 

@@ -21,6 +21,12 @@ REASON_CONFLICT = "Conflict"
 # `insufficient quota to match these scopes`).
 REASON_UNKNOWN = ""
 
+# A message travels as the grpc-message header, percent-encoded (a non-ASCII byte takes three), and
+# clients refuse headers past 8 KiB: a status they cannot read is no clear error. Upstream quotes a
+# rejected value whole; here a long one is cut (`SHOWN_VALUE` characters) and the line is capped.
+SHOWN_VALUE = 256
+MAX_MESSAGE_BYTES = 4096
+
 # Resource (plural) names as the API server prints them, per kind.
 RESOURCE_NAMES = {
     "Node": "nodes",
@@ -55,11 +61,16 @@ class FieldError:
 
 def format_bad_value(value: object) -> str:
     """Render a rejected value as apimachinery's field.Error does: strings quoted like Go's %q,
-    numbers bare, booleans as `true`/`false`."""
+    numbers bare, booleans as `true`/`false`. A string longer than SHOWN_VALUE is cut:
+    `"aaaa..." (300 characters)`."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
+        if len(value) > SHOWN_VALUE:
+            return json.dumps(value[:SHOWN_VALUE] + "...", ensure_ascii=False) + f" ({len(value)} characters)"
         return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, int) and value.bit_length() > 256:  # Python refuses str() past 4300 digits
+        return f"{'-' if value < 0 else ''}<{value.bit_length()}-bit integer>"
     return str(value)
 
 
@@ -86,34 +97,37 @@ class ApiError(Exception):
 
     def kubectl_message(self) -> str:
         """The line kubectl prints, e.g.
-        `Error from server (Forbidden): pods "p" is forbidden: no PriorityClass with name foo was found`."""
+        `Error from server (Forbidden): pods "p" is forbidden: no PriorityClass with name foo was found`,
+        at most MAX_MESSAGE_BYTES once percent-encoded (`fit_status_message`)."""
         if self.client_side:
-            return f"error: {self.message}"
+            return fit_status_message(f"error: {self.message}")
         if self.reason == REASON_UNKNOWN:
-            return f"Error from server: {self.message}"
-        return f"Error from server ({self.reason}): {self.message}"
+            return fit_status_message(f"Error from server: {self.message}")
+        return fit_status_message(f"Error from server ({self.reason}): {self.message}")
 
     @staticmethod
     def invalid(kind: str, name: str, errors: list[FieldError], namespace: str = "") -> ApiError:
         shown_kind = kind or "Object"
         details = ", ".join(str(error) for error in errors)
-        message = f'{shown_kind} "{name}" is invalid: ' + (f"[{details}]" if len(errors) > 1 else details)
+        message = f'{shown_kind} "{shorten(name)}" is invalid: ' + (f"[{details}]" if len(errors) > 1 else details)
         return ApiError(REASON_INVALID, kind, name, message, namespace, list(errors))
 
     @staticmethod
     def forbidden(kind: str, name: str, detail: str, namespace: str = "") -> ApiError:
         resource = RESOURCE_NAMES.get(kind, kind.lower() + "s")
-        return ApiError(REASON_FORBIDDEN, kind, name, f'{resource} "{name}" is forbidden: {detail}', namespace)
+        message = f'{shorten(resource)} "{shorten(name)}" is forbidden: {detail}'
+        return ApiError(REASON_FORBIDDEN, kind, name, message, namespace)
 
     @staticmethod
     def already_exists(kind: str, name: str, namespace: str = "") -> ApiError:
         resource = RESOURCE_NAMES.get(kind, kind.lower() + "s")
-        return ApiError(REASON_ALREADY_EXISTS, kind, name, f'{resource} "{name}" already exists', namespace)
+        message = f'{shorten(resource)} "{shorten(name)}" already exists'
+        return ApiError(REASON_ALREADY_EXISTS, kind, name, message, namespace)
 
     @staticmethod
     def not_found(kind: str, name: str, namespace: str = "") -> ApiError:
         resource = RESOURCE_NAMES.get(kind, kind.lower() + "s")
-        return ApiError(REASON_NOT_FOUND, kind, name, f'{resource} "{name}" not found', namespace)
+        return ApiError(REASON_NOT_FOUND, kind, name, f'{shorten(resource)} "{shorten(name)}" not found', namespace)
 
     @staticmethod
     def bad_request(kind: str, name: str, detail: str, namespace: str = "") -> ApiError:
@@ -128,3 +142,32 @@ class ApiError(Exception):
                 f'from "{source}": {message}\nensure CRDs are installed first'
             )
         return ApiError(self.reason, self.kind, self.name, message, self.namespace, self.field_errors, True)
+
+
+def shorten(text: str) -> str:
+    """`text`, or its first SHOWN_VALUE characters and `...` when longer: a name or word from a
+    request quoted in a message."""
+    return text if len(text) <= SHOWN_VALUE else text[:SHOWN_VALUE] + "..."
+
+
+def _encoded_size(char: str) -> int:
+    """Bytes `char` takes in a grpc-message header: printable ASCII as is (`%` escaped), every
+    other UTF-8 byte as %XX."""
+    if " " <= char <= "~":
+        return 3 if char == "%" else 1
+    return 3 * len(char.encode("utf-8", "replace"))
+
+
+def fit_status_message(message: str, limit: int = MAX_MESSAGE_BYTES) -> str:
+    """`message` cut to `limit` bytes as a gRPC status message (percent-encoded), ending in
+    `... (message truncated)` when cut."""
+    if len(message) * 12 <= limit or sum(map(_encoded_size, message)) <= limit:  # at most 12 bytes a character
+        return message
+    suffix = " ... (message truncated)"
+    budget = limit - len(suffix)
+    used = 0
+    for index, char in enumerate(message):
+        used += _encoded_size(char)
+        if used > budget:
+            return message[:index] + suffix
+    return message

@@ -29,7 +29,15 @@ from fractions import Fraction
 from typing import Any, TypeVar
 
 from podsched.api import quantity
-from podsched.api.documents import error_validating_data, json_type_name, load_documents, type_meta_errors
+from podsched.api.documents import (
+    DocumentError,
+    clean_text,
+    error_validating_data,
+    json_type_name,
+    load_documents,
+    plain_document,
+    type_meta_errors,
+)
 from podsched.api.errors import ApiError, FieldError
 from podsched.api.timestamps import format_timestamp, parse_timestamp
 from podsched.api.types import (
@@ -282,13 +290,16 @@ def _object_name(doc: Mapping[str, Any], key: str, path: str, errors: list[Field
 # --- metadata ----------------------------------------------------------------------------------------
 
 
+_RESOURCE_VERSION_RE = re.compile(r"[0-9]{1,19}", re.ASCII)  # str.isdigit() would take "²" and "١"
+
+
 def _resource_version(metadata: Mapping[str, Any], errors: list[FieldError]) -> int:
     value = metadata.get("resourceVersion")
     if value is None or value == "":
         return 0
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int) and not isinstance(value, bool) and _INT64[0] <= value <= _INT64[1]:
         return value
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and _RESOURCE_VERSION_RE.fullmatch(value) and int(value) <= _INT64[1]:
         return int(value)
     errors.append(invalid_resource_version(value))
     return 0
@@ -805,28 +816,51 @@ def decode_object(doc: Mapping[str, Any]) -> ApiObject:
       requests[cpu]: Invalid value: "-1": must be greater than or equal to 0`.
 
     The returned object's `source` is a deep copy of `doc` with upstream's defaults filled in;
-    `doc` itself is never modified.
+    `doc` itself is never modified. Whatever `doc` holds (any JSON, however nested, or not an
+    object at all), the only exception raised is ApiError.
     """
-    problems = type_meta_errors(doc)
-    kind = doc.get("kind") if isinstance(doc.get("kind"), str) else ""
-    name, namespace = _identity(doc, str(kind))
+    if not isinstance(doc, Mapping):
+        raise ApiError.bad_request("", "", error_validating_data([f"expected an object, got {json_type_name(doc)}"]))
+    unreadable: DocumentError | None = None
+    try:
+        manifest = plain_document(doc)
+    except DocumentError as exc:
+        # Enough of it to say what it is, then refuse it as the schema error it is.
+        unreadable, manifest = exc, _type_and_identity(doc)
+    problems = type_meta_errors(manifest)
+    kind = manifest.get("kind") if isinstance(manifest.get("kind"), str) else ""
+    name, namespace = _identity(manifest, str(kind))
     if problems:
         raise ApiError.bad_request(str(kind), name, error_validating_data(problems), namespace)
-    api_version: str = doc["apiVersion"]
-    kind = str(doc["kind"])
+    api_version: str = manifest["apiVersion"]
+    kind = str(manifest["kind"])
     if api_version not in ACCEPTED_TYPES.get(kind, ()):
         raise ApiError.bad_request(kind, name, f'no matches for kind "{kind}" in version "{api_version}"', namespace)
-    manifest = copy.deepcopy(dict(doc))
     errors: list[FieldError] = []
     try:
+        if unreadable is not None:
+            raise unreadable
         obj: ApiObject = _DECODERS[kind](manifest, errors)
-    except _SchemaError as exc:
+    except (_SchemaError, DocumentError) as exc:
         version = api_version.rsplit("/", 1)[-1]
         detail = f'{kind} in version "{version}" cannot be handled as a {kind}: {exc}'
         raise ApiError.bad_request(kind, name, detail, namespace) from None
     if errors:
         raise ApiError.invalid(kind, obj.metadata.name, errors, obj.metadata.namespace)
     return obj
+
+
+def _type_and_identity(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """apiVersion, kind, metadata.name and metadata.namespace of a document, where they are strings."""
+    head: dict[str, Any] = {
+        key: clean_text(doc[key]) for key in ("apiVersion", "kind") if isinstance(doc.get(key), str)
+    }
+    metadata = doc.get("metadata")
+    if isinstance(metadata, Mapping):
+        head["metadata"] = {
+            key: clean_text(metadata[key]) for key in ("name", "namespace") if isinstance(metadata.get(key), str)
+        }
+    return head
 
 
 def decode_documents(text: str, source: str = "-") -> list[ApiObject]:

@@ -12,7 +12,12 @@ import re
 from datetime import UTC, datetime
 from fractions import Fraction
 
-_RFC3339_RE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$")
+_RFC3339_RE = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})", re.ASCII
+)
+# The instants a metav1.Time can hold (years 1 to 9999 in UTC, as Go's RFC3339 formatting prints them).
+_EARLIEST = calendar.timegm((1, 1, 1, 0, 0, 0, 0, 0, 0))
+_LATEST = calendar.timegm((9999, 12, 31, 23, 59, 59, 0, 0, 0))
 
 
 def format_timestamp(seconds: float) -> str:
@@ -21,7 +26,9 @@ def format_timestamp(seconds: float) -> str:
     when the float needs them, so that `parse_timestamp(format_timestamp(t)) == t` for every t."""
     whole = math.floor(seconds)
     fraction = Fraction(repr(seconds)) - whole  # the shortest decimal that reproduces the float
-    text = datetime.fromtimestamp(whole, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    moment = datetime.fromtimestamp(whole, tz=UTC)
+    # Not strftime's %Y: it does not pad years before 1000, and the text must parse back.
+    text = f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}"
     if not fraction:
         return f"{text}Z"
     places = 0
@@ -34,15 +41,23 @@ def format_timestamp(seconds: float) -> str:
 def parse_timestamp(text: str) -> float:
     """RFC3339 (any offset, any number of fractional digits) -> seconds since the epoch, rounded
     once from the exact value. Raises ValueError when the text is not RFC3339."""
-    match = _RFC3339_RE.match(text.strip())
+    match = _RFC3339_RE.fullmatch(text.strip())
     if match is None:
-        raise ValueError(f"not an RFC3339 timestamp: {text!r}")
+        raise ValueError(f"not an RFC3339 timestamp: {text[:80]!r}")
     year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
     datetime(year, month, day, hour, minute, second)  # range check: raises ValueError
     whole = calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
     zone = match.group(8)
     if zone not in ("Z", "z"):
         sign = 1 if zone[0] == "+" else -1
-        whole -= sign * (int(zone[1:3]) * 3600 + int(zone[4:6]) * 60)
+        hours, minutes = int(zone[1:3]), int(zone[4:6])
+        if hours > 23 or minutes > 59:
+            raise ValueError(f"time zone offset out of range: {zone!r}")
+        whole -= sign * (hours * 3600 + minutes * 60)
+    if not _EARLIEST <= whole <= _LATEST:  # an offset can carry a valid local time past year 1 or 9999
+        raise ValueError(f"timestamp out of range: {text[:80]!r}")
     fraction = Fraction("0." + match.group(7)) if match.group(7) else Fraction(0)
-    return float(whole + fraction)
+    seconds = float(whole + fraction)
+    if seconds >= _LATEST + 1:  # 9999-12-31T23:59:59.9999999Z rounds up to year 10000
+        raise ValueError(f"timestamp out of range: {text[:80]!r}")
+    return seconds

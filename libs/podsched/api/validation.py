@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from podsched.api import quantity
-from podsched.api.errors import FieldError
+from podsched.api.errors import FieldError, format_bad_value
 from podsched.api.types import (
     DO_NOT_SCHEDULE,
     POD_FAILED,
@@ -85,12 +85,13 @@ _DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
 _QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE_FMT = "(" + _QUALIFIED_NAME_FMT + ")?"
 _PERCENT_FMT = "[0-9]+%"
-_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}$")
-_QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}$")
-_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}$")
-_PERCENT_RE = re.compile(f"^{_PERCENT_FMT}$")
-_PORT_NAME_CHARSET_RE = re.compile("^[-a-z0-9]+$")
+# Anchored as Go anchors them: Python's `$` also matches before a final newline, so `\Z` ends them.
+_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}\\Z")
+_DNS1123_SUBDOMAIN_RE = re.compile(f"^{_DNS1123_SUBDOMAIN_FMT}\\Z")
+_QUALIFIED_NAME_RE = re.compile(f"^{_QUALIFIED_NAME_FMT}\\Z")
+_LABEL_VALUE_RE = re.compile(f"^{_LABEL_VALUE_FMT}\\Z")
+_PERCENT_RE = re.compile(f"^{_PERCENT_FMT}\\Z")
+_PORT_NAME_CHARSET_RE = re.compile("^[-a-z0-9]+\\Z")
 
 _DNS1123_LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
@@ -266,7 +267,11 @@ def invalid_resource_version(value: object) -> FieldError:
 
 
 def _shown_quantity(raw: object) -> str:
-    return raw if isinstance(raw, str) else json.dumps(raw)
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return format_bad_value(raw)  # not json.dumps: Python refuses to print an int of 4300 digits
+    return json.dumps(raw)
 
 
 def invalid_quantity(path: str, raw: object, error: quantity.QuantityError | None = None) -> FieldError:
@@ -762,7 +767,8 @@ def _int_or_percent_errors(value: int | str, path: str) -> list[FieldError]:
         return _non_negative_errors(value, path)
     if not _PERCENT_RE.match(value):
         return [invalid(path, value, _regex_error(_PERCENT_MSG, _PERCENT_FMT, "1%", "93%"))]
-    if int(value[:-1]) > 100:
+    digits = value[:-1].lstrip("0")
+    if len(digits) > 3 or int(digits or "0") > 100:  # no int() of a thousand digits
         return [invalid(path, value, "must not be greater than 100%")]
     return []
 
