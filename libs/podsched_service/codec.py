@@ -99,7 +99,7 @@ def decode_change(value: bytes) -> tuple[str, ApiObject, int]:
     record = events_pb2.ObjectChange.FromString(value)
     document = json.loads(record.object_json)
     # A ResourceQuota's status is dropped by decoding too: every copy derives usage from its own pods.
-    obj = decode_object(document)
+    obj = decode_object(document, owned=True)
     if isinstance(obj, PodDisruptionBudget):
         # Decoding drops a PDB's status (clients may not set it); the binder's is the truth.
         obj.status = pdb_status_from_json(document.get("status") or {})

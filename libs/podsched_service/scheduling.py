@@ -64,7 +64,7 @@ class PodLookupError(Exception):
 def pod_to_place(cluster: Cluster, ref: filter_pb2.PodToPlace) -> Pod:
     if ref.pod_json:
         try:
-            obj = decode_object(json.loads(ref.pod_json))
+            obj = decode_object(json.loads(ref.pod_json), owned=True)
         except (ApiError, ValueError) as error:
             raise PodLookupError(grpc.StatusCode.INVALID_ARGUMENT, f"pod_json: {error}") from error
         if not isinstance(obj, Pod):

@@ -359,7 +359,7 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
     async def Write(self, request: binder_pb2.WriteRequest, context: grpc.aio.ServicerContext) -> Any:
         try:
             document = parse_json(request.object_json)
-            obj = decode_object(document)
+            obj = decode_object(document, owned=True)
         except ApiError as error:
             await context.abort(status_code(error), error.kubectl_message())
         except ValueError as error:

@@ -551,7 +551,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
             else:
                 await access.authorize(context, call, attributes)
         try:
-            obj = decode_object(document)
+            obj = decode_object(document, owned=True)
             with telemetry.tracer().start_as_current_span("admission") as span:
                 span.set_attributes(_object_attributes(obj))
                 action, admitted = admit_without_storing(service.cluster, obj)

@@ -119,3 +119,18 @@ def test_format_bytes(value: int, text: str) -> None:
 @pytest.mark.parametrize("value", [0, 1, 1023, 1024, 3 * MI, 32 * GI, 10**9 + 7])
 def test_formatted_bytes_parse_back_to_the_same_value(value: int) -> None:
     assert quantity.to_int(quantity.format_bytes(value)) == value
+
+
+def test_cached_parsing_gives_the_uncached_answers_and_never_caches_a_refusal() -> None:
+    from podsched.api.quantity import QuantityError, parse_quantity, to_int, to_milli
+
+    for text in ("100m", "500Mi", "1.5", "4", "1e3", "0.1m"):
+        assert parse_quantity(text) == parse_quantity(text)  # second call is the cached one
+    assert (to_milli("0.1m"), to_int("0.1m"), to_milli("1Gi")) == (1, 1, 1024**3 * 1000)
+    for _ in range(2):
+        with pytest.raises(QuantityError):
+            parse_quantity("12x")
+    # bool is an int to Python but not a quantity: it must not share a cache entry with 1.
+    assert parse_quantity(1) == 1
+    with pytest.raises(QuantityError):
+        parse_quantity(True)

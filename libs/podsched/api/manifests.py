@@ -805,7 +805,7 @@ def _identity(doc: Mapping[str, Any], kind: str) -> tuple[str, str]:
     return name, namespace if isinstance(namespace, str) and namespace else DEFAULT_NAMESPACE
 
 
-def decode_object(doc: Mapping[str, Any]) -> ApiObject:
+def decode_object(doc: Mapping[str, Any], *, owned: bool = False) -> ApiObject:
     """Decode, default and validate one document into a typed object.
 
     Raises `ApiError`:
@@ -818,12 +818,16 @@ def decode_object(doc: Mapping[str, Any]) -> ApiObject:
     The returned object's `source` is a deep copy of `doc` with upstream's defaults filled in;
     `doc` itself is never modified. Whatever `doc` holds (any JSON, however nested, or not an
     object at all), the only exception raised is ApiError.
+
+    `owned=True` hands over a dict that is already a `plain_document` (from `parse_json`, or a
+    record the binder wrote): it becomes the source as it is, defaulted in place, and the copy,
+    which was a sixth of decoding a pod record, is skipped.
     """
     if not isinstance(doc, Mapping):
         raise ApiError.bad_request("", "", error_validating_data([f"expected an object, got {json_type_name(doc)}"]))
     unreadable: DocumentError | None = None
     try:
-        manifest = plain_document(doc)
+        manifest = doc if owned and isinstance(doc, dict) else plain_document(doc)
     except DocumentError as exc:
         # Enough of it to say what it is, then refuse it as the schema error it is.
         unreadable, manifest = exc, _type_and_identity(doc)
