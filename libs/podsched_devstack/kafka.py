@@ -565,7 +565,9 @@ class KafkaBroker:
         cmd = [
             java, "-Xmx256m", *self._common_jvm_flags(libs),
             "kafka.tools.StorageTool", "format",
-            "-t", cluster_id, "-c", str(self.server_properties), "--ignore-formatted",
+            # One argument: a urlsafe base64 id may start with "-", which argparse takes for an option
+            # (a formatting failure one broker start in 64).
+            f"--cluster-id={cluster_id}", "-c", str(self.server_properties), "--ignore-formatted",
         ]  # fmt: skip
         result = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False)
         if result.returncode != 0:
