@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 
 import grpc
 
@@ -15,7 +17,7 @@ from podsched.api.types import Pod
 from podsched.cluster.state import Cluster
 from podsched.config.scheduler_config import SchedulerConfig, parse_scheduler_config
 from podsched.queue.cluster_feed import nominator_feed
-from podsched.queue.nominator import Nominator
+from podsched.queue.nominator import Nominator, assumed_nominations
 from podsched.scheduler.room import RoomTracker
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_service.replica import Replica
@@ -51,6 +53,12 @@ class ClusterCopy:
                 grpc.StatusCode.UNAVAILABLE,
                 f"cache at resource version {self.replica.version}, behind {min_resource_version}",
             )
+
+    def assumed_nominations(self, nominations: Iterable[filter_pb2.Nomination]) -> AbstractContextManager[None]:
+        """The nominator as if these nominations (or clearings) were in the log, for one request."""
+        return assumed_nominations(
+            self.nominator, self.cluster.pods_by_uid, [(n.pod_uid, n.node_name) for n in nominations]
+        )
 
 
 class PodLookupError(Exception):

@@ -16,7 +16,7 @@ import grpc
 from opentelemetry import trace
 
 from podsched.api.types import Pod
-from podsched.cluster.state import MODIFIED
+from podsched.cluster.state import MODIFIED, Cluster
 from podsched.fastpath import build_fast_algorithm
 from podsched.scheduler.schedule_one import CycleResult
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
@@ -50,6 +50,11 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
         replica = self.copy.replica
         await self.copy.catch_up(request.min_resource_version, context)
         cluster = self.copy.cluster
+        with self.copy.assumed_nominations(request.assumed_nominations):
+            placements = self._place(request, cluster)
+        return filter_pb2.FindNodesResponse(placements=placements, resource_version=replica.version)
+
+    def _place(self, request: filter_pb2.FindNodesRequest, cluster: Cluster) -> list[filter_pb2.Placement]:
         start_index = self.algorithm.next_start_node_index
         placements: list[filter_pb2.Placement] = []
         assumed: list[Pod] = []
@@ -81,7 +86,7 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
                 cluster.restore(MODIFIED, pod)
             if request.dry_run:
                 self.algorithm.next_start_node_index = start_index
-        return filter_pb2.FindNodesResponse(placements=placements, resource_version=replica.version)
+        return placements
 
 
 def _explain(pod: Pod, found: filter_pb2.Placement, ref: filter_pb2.PodToPlace, single: bool) -> None:

@@ -21,7 +21,7 @@ from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Code
 from podsched.plugins.registry import build_framework
-from podsched.preemption.evaluator import Evaluator
+from podsched.preemption.evaluator import Evaluator, PreemptionOutcome
 from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims
 from podsched.scheduler.fit_error import FitError
@@ -46,7 +46,7 @@ PREEMPTION_VICTIMS = Histogram(
 
 STALE_FILTER_RESULTS = Counter(
     "podsched_preemption_stale_filter_results",
-    "PostFilter requests refused because a change after the Filter outcome may let the pod fit",
+    "PostFilter requests whose Filter outcome predates a change that may let the pod fit (filtered again here)",
 )
 
 
@@ -98,23 +98,20 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         except PodLookupError as error:
             await context.abort(error.code, str(error))
         filtered = request.filter_result
-        if request.filter_resource_version and self.copy.room.may_fit_since(pod, request.filter_resource_version):
-            # The diagnosis predates a change that may let the pod fit: deciding on it could evict a
-            # pod for nothing. The queue filters the pod again.
-            STALE_FILTER_RESULTS.inc()
-            return preemption_pb2.PostFilterResponse(stale_filter_result=True, resource_version=replica.version)
         diagnosis = node_to_status(list(filtered.node_statuses), filtered.absent_status)
+        fit_error = FitError(filtered.num_all_nodes, diagnosis, filtered.pre_filter_message)
         snapshot = cluster.snapshot()
         now = time.time()
         version = replica.version
         pods_by_uid = cluster.pods_by_uid
+        assumed = [(n.pod_uid, n.node_name) for n in request.assumed_nominations]
 
         def run_shards(shards: Sequence[Sequence[NodeInfo]], wanted: int) -> list[list[NodeVictims]]:
             if self.pool is None:
                 pdbs = cluster.pdb_list()
                 return [run_shard(self.framework, state, pod, shard, pdbs, now, wanted) for shard in shards]
             return self.pool.run_shards(
-                shards, wanted, request.pod.uid, request.pod.pod_json, version, now, pods_by_uid
+                shards, wanted, request.pod.uid, request.pod.pod_json, version, now, pods_by_uid, assumed
             )
 
         workers = max(1, self.config.workers)
@@ -125,19 +122,39 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             executor=sharded_dry_run(run_shards, workers),
         )
         state = CycleState()
-        outcome = None
-        if self.config.dry_run == "auto":
-            outcome = self.fast.post_filter(pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
-        trace.get_current_span().set_attribute("podsched.dry_run_path", "vectorized" if outcome else "workers")
-        if outcome is None:
-            self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
-            try:
-                outcome = evaluator.preempt(
-                    state, pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now
-                )
-            except (TimeoutError, RuntimeError) as error:
-                await context.abort(grpc.StatusCode.UNAVAILABLE, f"preemption dry run failed: {error}")
-        fit_error = FitError(filtered.num_all_nodes, diagnosis, filtered.pre_filter_message)
+        outcome: PreemptionOutcome | None = None
+        span = trace.get_current_span()
+        try:
+            # The batch's earlier nominations count here as they will in the log (and in the workers).
+            with self.copy.assumed_nominations(request.assumed_nominations):
+                if request.filter_resource_version and self.copy.room.may_fit_since(
+                    pod, request.filter_resource_version
+                ):
+                    # This copy has a change the filter's answer predates that may let the pod fit:
+                    # deciding on that diagnosis could evict a pod for nothing. Filter again here,
+                    # on the same copy PostFilter then reads (one snapshot, as in kube-scheduler).
+                    STALE_FILTER_RESULTS.inc()
+                    span.set_attribute("podsched.dry_run_path", "filtered again")
+                    cycle = self.fast.schedule(pod, snapshot, cluster.pdb_list(), self.copy.nominator, now)
+                    if cycle.node_name or cycle.fit_error is None or cycle.preemption is None:
+                        # It fits now (or the cycle ended in an error): the queue filters it again.
+                        return preemption_pb2.PostFilterResponse(stale_filter_result=True, resource_version=version)
+                    fit_error = FitError(cycle.fit_error.num_all_nodes, cycle.fit_error.node_to_status)
+                    fit_error.pre_filter_msg = cycle.fit_error.pre_filter_msg
+                    outcome = cycle.preemption
+                elif self.config.dry_run == "auto":
+                    outcome = self.fast.post_filter(
+                        pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now
+                    )
+                    span.set_attribute("podsched.dry_run_path", "vectorized" if outcome else "workers")
+                if outcome is None:
+                    self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+                    outcome = evaluator.preempt(
+                        state, pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now
+                    )
+        except (TimeoutError, RuntimeError) as error:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"preemption dry run failed: {error}")
+        assert outcome is not None
         if outcome.status.code == Code.ERROR or outcome.status.message:
             fit_error.post_filter_msg = "preemption: " + outcome.status.message
         dry_run = bool(request.pod.pod_json)  # an API dry run: not a scheduling attempt, not counted

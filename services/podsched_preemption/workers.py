@@ -81,7 +81,7 @@ async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connecti
         request = await requests.get()
         if request is None:
             return
-        request_id, pod_uid, pod_json, node_names, min_version, now, wanted, trace_carrier = request
+        request_id, pod_uid, pod_json, node_names, min_version, now, wanted, trace_carrier, assumed = request
         with telemetry.tracer().start_as_current_span(
             "SelectVictimsOnNode shard",
             context=propagate.extract(trace_carrier) if trace_carrier else None,
@@ -89,7 +89,9 @@ async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connecti
         ) as span:
             try:
                 await copy.replica.wait_for(min_version)
-                outcomes = _run(copy.cluster, framework, pod_uid, pod_json, node_names, now, wanted)
+                nominations = [filter_pb2.Nomination(pod_uid=uid, node_name=node) for uid, node in assumed]
+                with copy.assumed_nominations(nominations):
+                    outcomes = _run(copy.cluster, framework, pod_uid, pod_json, node_names, now, wanted)
                 span.set_attribute("podsched.candidates", sum(1 for outcome in outcomes if outcome[3] is None))
                 conn.send((request_id, "ok", outcomes))
             except Exception as error:  # report, keep serving: the coordinator fails the RPC
@@ -161,6 +163,7 @@ class WorkerPool:
         min_version: int,
         now: float,
         victims_by_uid: dict[str, Any],
+        assumed: Sequence[tuple[str, str]] = (),
     ) -> list[list[NodeVictims]]:
         """Blocking: the coordinator's PostFilter is one synchronous Evaluator.preempt call."""
         request_id = next(self._request_ids)
@@ -169,7 +172,8 @@ class WorkerPool:
         if telemetry.tracing_enabled():
             propagate.inject(carrier)  # each worker's span joins the PostFilter's trace
         for conn, shard in zip(used, shards, strict=True):
-            conn.send((request_id, pod_uid, pod_json, [info.name for info in shard], min_version, now, wanted, carrier))
+            names = [info.name for info in shard]
+            conn.send((request_id, pod_uid, pod_json, names, min_version, now, wanted, carrier, list(assumed)))
         results: list[list[NodeVictims]] = []
         for index, conn in enumerate(used):
             while True:  # skip late answers to an earlier request that timed out

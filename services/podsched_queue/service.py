@@ -139,6 +139,17 @@ def peer_channel(config: QueueConfig, address: str) -> grpc.aio.Channel:
     return grpc.aio.secure_channel(address, credentials, options=CHANNEL_OPTIONS, interceptors=interceptors)
 
 
+@dataclass
+class PendingFailure:
+    """A failed attempt whose RecordFailure is on its way to the binder."""
+
+    attempt: Attempt
+    call: asyncio.Future[Any]
+    message: str
+    rejectors: set[str]
+    error: bool
+
+
 class QueueService:
     def __init__(self, config: QueueConfig) -> None:
         self.config = config
@@ -296,48 +307,78 @@ class QueueService:
                 attempt.finish("error")  # only those an exception interrupted are still open
 
     async def _place(self, attempts: list[Attempt]) -> None:
-        """FindNodes for the batch, Bind for the placed prefix, the rest back to activeQ untried,
-        and PostFilter for the pod that fit nowhere."""
+        """The batch's cycles: FindNodes for the pods not yet tried, Bind for the placed prefix,
+        PostFilter for the pod that fit nowhere, then FindNodes again for the pods after it.
+
+        A failed pod's RecordFailure (its nomination, evictions, FailedScheduling) is sent without
+        waiting for Kafka: the later cycles of the batch get its nomination as an assumed one, as a
+        later cycle of one kube-scheduler sees the nominations its earlier cycles made before the API
+        server has them. The batch waits for all its failures to be committed and read back once, at
+        the end, before the failed pods go back to the queue."""
+        remaining = attempts
+        # Nominations (and clearings) this batch decided, which the log may not carry yet.
+        assumed: list[filter_pb2.Nomination] = []
+        failures: list[PendingFailure] = []
+        try:
+            while remaining:
+                remaining = await self._cycle(remaining, assumed, failures)
+        finally:
+            await self._settle(failures)
+
+    async def _cycle(
+        self, attempts: list[Attempt], assumed: list[filter_pb2.Nomination], failures: list[PendingFailure]
+    ) -> list[Attempt]:
+        """One FindNodes over `attempts` and what follows from it; returns the pods still to try."""
         found = await self.filter.FindNodes(
             filter_pb2.FindNodesRequest(
                 pods=[
                     filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=telemetry.carrier_of(a.span)) for a in attempts
                 ],
                 min_resource_version=self.view_version,
+                assumed_nominations=assumed,
             ),
             timeout=RPC_TIMEOUT,
         )
         placements = list(found.placements)
         for attempt, placement in zip(attempts, placements, strict=False):
+            attempt.filter_version = found.resource_version
             attempt.span.set_attributes(
                 {
                     "podsched.feasible_nodes": placement.feasible_nodes,
                     "podsched.evaluated_nodes": placement.evaluated_nodes,
                 }
             )
-        for attempt in attempts:
-            attempt.filter_version = found.resource_version
         placed = [(a, p) for a, p in zip(attempts, placements, strict=False) if p.node_name]
-        all_bound = await self._bind(placed) if placed else True
+        all_bound = await self._bind(placed, failures) if placed else True
         unplaced = [(a, p) for a, p in zip(attempts, placements, strict=False) if not p.node_name]
-        untried = attempts[len(placements) :]  # after the pod that fit nowhere: not attempted
+        untried = attempts[len(placements) :]  # after the pod that fit nowhere: not attempted yet
+        for attempt, placement in unplaced:
+            if placement.error:  # the pod is gone or already bound: an error, not a diagnosis
+                failures.append(self._send_failure(attempt, placement.error, error=True))
+        fit_nowhere = [(a, p) for a, p in unplaced if not p.error]
+        if not fit_nowhere:
+            return untried
+        attempt, placement = fit_nowhere[0]
         if not all_bound:
-            # The pod that fit nowhere was filtered with every earlier pod assumed in place, and one
-            # of those binds was refused: its diagnosis is of a cluster that does not exist, so it
-            # is not attempted now (no PostFilter, no preemption) but filtered again next batch.
-            untried += [a for a, p in unplaced if not p.error]
-            unplaced = [(a, p) for a, p in unplaced if p.error]
-        for attempt in untried:
+            # That pod was filtered with every earlier pod assumed in place, and one of those binds
+            # was refused: its diagnosis is of a cluster that does not exist. It and the pods after
+            # it go back untried and are filtered again next batch.
+            self._requeue([attempt, *untried])
+            return []
+        with trace.use_span(attempt.span, end_on_exit=False):
+            failure = await self._post_filter(attempt, placement, assumed)
+        if failure is None:  # a stale diagnosis: filter it (and the pods after it) again
+            self._requeue([attempt, *untried])
+            return []
+        failures.append(failure)
+        return untried
+
+    def _requeue(self, attempts: list[Attempt]) -> None:
+        for attempt in attempts:
             self.queue.unpop(attempt.info)
             attempt.finish("requeued")
-        for attempt, placement in unplaced:
-            with trace.use_span(attempt.span, end_on_exit=False):
-                result = await self._after_filter_failure(attempt, placement)
-            if result == "requeued":
-                self.queue.unpop(attempt.info)
-            attempt.finish(result)
 
-    async def _bind(self, placed: list[tuple[Attempt, filter_pb2.Placement]]) -> bool:
+    async def _bind(self, placed: list[tuple[Attempt, filter_pb2.Placement]], failures: list[PendingFailure]) -> bool:
         """Bind the placed pods in one request; True if every bind was accepted."""
         bound = await self.binder.Bind(
             binder_pb2.BindRequest(
@@ -357,9 +398,7 @@ class QueueService:
             attempt.span.set_attribute("k8s.node.name", placement.node_name)
             if not result.bound:
                 all_bound = False
-                with trace.use_span(attempt.span, end_on_exit=False):
-                    await self._record_failure(attempt.info, pod, result.message, error=True)
-                attempt.finish("error")
+                failures.append(self._send_failure(attempt, result.message, error=True))
                 continue
             with trace.use_span(attempt.span, end_on_exit=False):
                 telemetry.decision(
@@ -376,31 +415,32 @@ class QueueService:
             attempt.finish("scheduled")
         return all_bound
 
-    async def _after_filter_failure(self, attempt: Attempt, placement: filter_pb2.Placement) -> str:
-        """PostFilter and the failure's writes for a pod that fit nowhere; returns the result label."""
-        info, pod, span = attempt.info, attempt.pod, attempt.span
-        if placement.error:
-            await self._record_failure(info, pod, placement.error, error=True)
-            return "error"
+    async def _post_filter(
+        self, attempt: Attempt, placement: filter_pb2.Placement, assumed: list[filter_pb2.Nomination]
+    ) -> PendingFailure | None:
+        """PostFilter for a pod that fit nowhere, and the failure's writes, sent. None if PostFilter
+        found the Filter outcome stale. Adds the decision's nominations to `assumed`."""
+        pod, span = attempt.pod, attempt.span
         span.set_attribute("podsched.message", placement.message)
+        rejectors = set(placement.rejector_plugins)
         if not self.scheduler_config.preemption_enabled:
-            await self._record_failure(info, pod, placement.message, rejectors=set(placement.rejector_plugins))
-            return "unschedulable"
+            return self._send_failure(attempt, placement.message, rejectors=rejectors)
         decision = await self.preemption.PostFilter(
             preemption_pb2.PostFilterRequest(
                 pod=filter_pb2.PodToPlace(uid=pod.uid),
                 filter_result=placement,
                 min_resource_version=self.view_version,
                 filter_resource_version=attempt.filter_version,
+                assumed_nominations=assumed,
             ),
             timeout=RPC_TIMEOUT,
         )
         if decision.stale_filter_result:
             # Room was made after the filter answered (PostFilter's copy is newer): not a failed
-            # attempt; the pod goes back untried and is filtered again on the newer cluster.
+            # attempt; the pod is filtered again once the filter has that version.
             span.set_attribute("podsched.stale_filter_result", True)
-            self.saw(decision.resource_version, -1)  # the next FindNodes waits for the filter to get there
-            return "requeued"
+            self.saw(decision.resource_version, -1)
+            return None
         victims = [f"{v.namespace}/{v.name}" for v in decision.victims]
         span.set_attributes(
             {
@@ -411,7 +451,11 @@ class QueueService:
                 "podsched.message": decision.message,
             }
         )
-        fields = {"decision": ev.FAILED_SCHEDULING, "pod": f"{pod.namespace}/{pod.name}", "attempt": info.attempts}
+        fields = {
+            "decision": ev.FAILED_SCHEDULING,
+            "pod": f"{pod.namespace}/{pod.name}",
+            "attempt": attempt.info.attempts,
+        }
         if decision.nominated_node_name:
             telemetry.decision(
                 log,
@@ -425,13 +469,16 @@ class QueueService:
                 victims=victims,
                 pdb_violations=decision.pdb_violations,
             )
+            assumed.append(filter_pb2.Nomination(pod_uid=pod.uid, node_name=decision.nominated_node_name))
+            assumed.extend(filter_pb2.Nomination(pod_uid=p.uid) for p in decision.nominations_to_clear)
         else:
             telemetry.decision(log, "FailedScheduling %s/%s: %s", pod.namespace, pod.name, decision.message, **fields)
-        await self._record_failure(
-            info,
-            pod,
+            if decision.clear_own_nomination:
+                assumed.append(filter_pb2.Nomination(pod_uid=pod.uid))
+        return self._send_failure(
+            attempt,
             decision.message,
-            rejectors=set(placement.rejector_plugins),
+            rejectors=rejectors,
             request=binder_pb2.RecordFailureRequest(
                 nominated_node_name=decision.nominated_node_name,
                 victim_uids=[v.uid for v in decision.victims],
@@ -439,29 +486,51 @@ class QueueService:
                 clear_own_nomination=decision.clear_own_nomination,
             ),
         )
-        return "unschedulable"
 
-    async def _record_failure(
+    def _send_failure(
         self,
-        info: sq.QueuedPodInfo,
-        pod: Pod,
+        attempt: Attempt,
         message: str,
         rejectors: set[str] | None = None,
         error: bool = False,
         request: binder_pb2.RecordFailureRequest | None = None,
-    ) -> None:
+    ) -> PendingFailure:
+        """Start the failed attempt's RecordFailure; `_settle` waits for it."""
         request = request or binder_pb2.RecordFailureRequest()
-        request.pod_uid = pod.uid
+        request.pod_uid = attempt.pod.uid
         request.message = message
-        recorded = await self.binder.RecordFailure(request, timeout=RPC_TIMEOUT)
-        self.saw(recorded.resource_version, recorded.event_sequence)
-        # Let the queue hear this attempt's own writes while the pod is still in flight, as it does
-        # in one process: an update made by the failure itself must not count as a new event.
-        await self.caught_up()
-        fresh = self.queue.info(pod.uid)
-        if fresh is None:  # deleted meanwhile
+        with trace.use_span(attempt.span, end_on_exit=False):
+            call = asyncio.ensure_future(self.binder.RecordFailure(request, timeout=RPC_TIMEOUT))
+        return PendingFailure(attempt, call, message, rejectors or set(), error)
+
+    async def _settle(self, failures: list[PendingFailure]) -> None:
+        """Wait for the batch's failures to be committed, then until the queue's replica holds
+        them: the failures' own writes must reach the queue while the pods are still in flight,
+        as in one process, so an update made by a failure itself does not count as a new event.
+        Then the pods go back to the queue."""
+        if not failures:
             return
-        self.queue.add_unschedulable_if_not_present(fresh, rejectors or set(), error=error, message=message)
+        results = await asyncio.gather(*(f.call for f in failures), return_exceptions=True)
+        for result in results:
+            if not isinstance(result, BaseException):
+                self.saw(result.resource_version, result.event_sequence)
+        try:
+            await self.caught_up()
+        finally:
+            for failure, result in zip(failures, results, strict=True):
+                attempt = failure.attempt
+                fresh = self.queue.info(attempt.pod.uid)
+                if isinstance(result, BaseException):
+                    log.warning("recording the failure of %s failed: %s", attempt.pod.name, result)
+                    if fresh is not None:
+                        self.queue.add_unschedulable_if_not_present(fresh, set(), error=True, message=str(result))
+                    attempt.finish("error")
+                    continue
+                if fresh is not None:  # else deleted meanwhile
+                    self.queue.add_unschedulable_if_not_present(
+                        fresh, failure.rejectors, error=failure.error, message=failure.message
+                    )
+                attempt.finish("error" if failure.error else "unschedulable")
 
     # --- watch fan-out -----------------------------------------------------------------------------
 

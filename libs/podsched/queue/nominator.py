@@ -3,7 +3,8 @@ result). Filter counts nominated pods of >= priority as already running on their
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+from collections.abc import Iterable, Iterator, Mapping
 
 from podsched.api.types import Pod
 from podsched.framework.node_info import PodInfo
@@ -57,3 +58,28 @@ class Nominator:
 
     def __len__(self) -> int:
         return len(self._node_of)
+
+
+@contextlib.contextmanager
+def assumed_nominations(
+    nominator: Nominator, pods_by_uid: Mapping[str, Pod], nominations: Iterable[tuple[str, str]]
+) -> Iterator[None]:
+    """The nominator as if these (pod uid, node) nominations were made (an empty node clears), for
+    the duration of one request; afterwards it is what it was. A pod that is unknown, or already
+    bound, is skipped: the caller's view is older than this one.
+
+    The filter and preemption services follow the log; a queue batch sends the nominations its earlier
+    cycles decided and whose writes are still being committed, as a later cycle of one kube-scheduler
+    sees the nominations its earlier cycles made."""
+    previous: list[tuple[Pod, str]] = []
+    try:
+        for uid, node_name in nominations:
+            pod = pods_by_uid.get(uid)
+            if pod is None or pod.spec.node_name:
+                continue
+            previous.append((pod, nominator.nominated_node(pod)))
+            nominator.add(PodInfo(pod), node_name)
+        yield
+    finally:
+        for pod, node_name in reversed(previous):
+            nominator.add(PodInfo(pod), node_name)

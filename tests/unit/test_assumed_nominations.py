@@ -1,0 +1,57 @@
+"""assumed_nominations: the nominations a queue batch decided but the log does not carry yet count for
+one request (FindNodes, PostFilter, a worker's shard), then the nominator is what the log says again."""
+
+from __future__ import annotations
+
+import pytest
+
+from builders import make_node, make_pod
+from podsched.cluster.state import MODIFIED, Cluster
+from podsched.queue.cluster_feed import nominator_feed
+from podsched.queue.nominator import Nominator, assumed_nominations
+
+
+def replica() -> tuple[Cluster, Nominator]:
+    """A cluster as the services' copies hold it, its nominator fed from the log."""
+    cluster = Cluster(lambda: 1000.0, authoritative=False)
+    nominator = Nominator()
+    cluster.listeners.append(nominator_feed(nominator))
+    for version, obj in enumerate(
+        (
+            make_node("n1").capacity(cpu="4", pods="110").obj(),
+            make_node("n2").capacity(cpu="4", pods="110").obj(),
+            make_pod("a").uid("a").priority(10).req(cpu="1").nominated("n1").obj(),
+            make_pod("b").uid("b").priority(10).req(cpu="1").obj(),
+            make_pod("bound").uid("bound").priority(10).req(cpu="1").node("n2").obj(),
+        ),
+        start=1,
+    ):
+        obj.metadata.resource_version = version
+        cluster.restore(MODIFIED, obj)
+    return cluster, nominator
+
+
+def nominations(nominator: Nominator) -> dict[str, list[str]]:
+    return {node: sorted(info.pod.name for info in infos) for node, infos in nominator.items()}
+
+
+def test_assumed_nominations_count_inside_and_the_logs_come_back_after() -> None:
+    cluster, nominator = replica()
+    assert nominations(nominator) == {"n1": ["a"]}
+    assumed = [
+        ("b", "n1"),  # a new nomination
+        ("a", ""),  # a clearing
+        ("bound", "n1"),  # bound meanwhile: skipped
+        ("gone", "n1"),  # unknown here: skipped
+    ]
+    with assumed_nominations(nominator, cluster.pods_by_uid, assumed):
+        assert nominations(nominator) == {"n1": ["b"]}
+    assert nominations(nominator) == {"n1": ["a"]}
+
+
+def test_the_nominator_is_restored_when_the_request_fails() -> None:
+    cluster, nominator = replica()
+    with pytest.raises(RuntimeError), assumed_nominations(nominator, cluster.pods_by_uid, [("a", "n2")]):
+        assert nominations(nominator) == {"n2": ["a"]}
+        raise RuntimeError("the dry run failed")
+    assert nominations(nominator) == {"n1": ["a"]}
