@@ -58,5 +58,3 @@ def pdb(name: str, min_available: int, **match_labels: str) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"minAvailable": min_available, "selector": {"matchLabels": match_labels}},
     }
-
-

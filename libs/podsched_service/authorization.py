@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from podsched.api.errors import fit_status_message, shorten
 from podsched_service.authentication import MASTERS_GROUP, Identity
 
 POLICY_API_VERSION = "podsched.io/v1"
@@ -207,7 +208,7 @@ def forbidden_detail(attributes: Attributes) -> str:
     if attributes.namespace:
         return (
             f'User "{user}" cannot {attributes.verb} resource "{attributes.resource}" in API group '
-            f'"{attributes.api_group}" in the namespace "{attributes.namespace}"'
+            f'"{attributes.api_group}" in the namespace "{shorten(attributes.namespace)}"'
         )
     return (
         f'User "{user}" cannot {attributes.verb} resource "{attributes.resource}" in API group '
@@ -222,5 +223,7 @@ def forbidden_message(attributes: Attributes, reason: str = "") -> str:
     list, watch)."""
     group_resource = attributes.resource + (f".{attributes.api_group}" if attributes.api_group else "")
     detail = forbidden_detail(attributes) + (f": {reason}" if reason else "")
-    subject = f'{group_resource} "{attributes.name}"' if attributes.name else group_resource
-    return f"Error from server (Forbidden): {subject} is forbidden: {detail}"
+    # The name and namespace come from the request: quoted short, and the line kept within what a gRPC
+    # status can carry (a hostile 100 KB name must get this refusal, not RESOURCE_EXHAUSTED).
+    subject = f'{group_resource} "{shorten(attributes.name)}"' if attributes.name else group_resource
+    return fit_status_message(f"Error from server (Forbidden): {subject} is forbidden: {detail}")

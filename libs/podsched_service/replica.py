@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Callable
 
 from aiokafka import ConsumerRecord
@@ -62,6 +63,7 @@ class Replica:
         """Replay the log to its current end, then follow it in the background."""
         await self.replay()
         self._task = asyncio.create_task(self._follow(), name="replica-follow")
+        self._task.add_done_callback(_follow_ended)
 
     async def _follow(self) -> None:
         consumer = self.reader.consumer
@@ -117,3 +119,12 @@ class Replica:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
         await self.reader.stop()
+
+
+def _follow_ended(task: asyncio.Task[None]) -> None:
+    """A replica that stopped following answers from an ever older cluster: crash instead (the
+    services are crash-only; a supervisor restarts the process, which replays the log)."""
+    if task.cancelled() or task.exception() is None:
+        return
+    log.critical("following the log failed; exiting so the service restarts", exc_info=task.exception())
+    os._exit(3)

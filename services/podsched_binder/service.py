@@ -251,6 +251,9 @@ class Binder:
                     outcomes.append((True, operation.apply(self.cluster)))
                 except (ApiError, BindError) as error:  # refused: changed nothing
                     outcomes.append((False, error))
+                except Exception as error:  # a bug: fail this write, keep the write loop alive
+                    log.exception("applying a write failed unexpectedly")
+                    outcomes.append((False, error))
                 finally:
                     otel_context.detach(token)
             self.cluster.refresh_pdb_status()

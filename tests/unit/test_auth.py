@@ -458,3 +458,15 @@ def test_unusable_connection_settings_are_usage_errors(flags: Flags, message: st
     with pytest.raises(UsageError) as error:
         resolve(flags, {}, "x:1")
     assert message in str(error.value)
+
+
+def test_a_hostile_name_is_quoted_short_and_the_refusal_fits_a_grpc_status() -> None:
+    from podsched.api.errors import MAX_MESSAGE_BYTES
+    from podsched_service.authentication import Identity
+    from podsched_service.authorization import Attributes, forbidden_message
+
+    alice = Identity("alice", ("team-a",))
+    message = forbidden_message(Attributes(alice, "delete", "pods", "", "team-b", "p" * 100_000))
+    assert message.startswith('Error from server (Forbidden): pods "ppp')
+    assert len(message.encode()) <= MAX_MESSAGE_BYTES
+    assert "p" * 300 not in message
