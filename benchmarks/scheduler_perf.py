@@ -53,7 +53,8 @@ from podsched_service.server import CHANNEL_OPTIONS
 MEASURED_NAMESPACE = "measured"
 INIT_NAMESPACE = "init"
 CHURN_NAMESPACE = "churn"
-IN_FLIGHT = 128  # concurrent Apply calls: scheduler_perf's client runs at QPS 5000
+IN_FLIGHT = 128  # objects being applied at once: scheduler_perf's client runs at QPS 5000
+APPLY_BATCH = 32  # objects per ApplyBatch call (1: one Apply call per object)
 SAMPLE_INTERVAL = 1.0
 
 
@@ -213,22 +214,36 @@ async def apply_all(
     documents: list[dict[str, Any]],
     sent_at: dict[str, float] | None = None,
     progress: Progress | None = None,
+    size: int = APPLY_BATCH,
 ) -> None:
-    """Apply every document with IN_FLIGHT calls at a time; a failure stops the benchmark."""
-    queue = iter(documents)
+    """Apply every document, IN_FLIGHT objects at a time: ApplyBatch calls of `size` objects (one
+    Apply per object when `size` is 1). A refused object stops the benchmark."""
+    chunks = iter([documents[i : i + size] for i in range(0, len(documents), size)])
     done = 0
 
     async def worker() -> None:
         nonlocal done
-        for document in queue:
+        for chunk in chunks:
             if sent_at is not None:
-                sent_at[document["metadata"]["name"]] = time.monotonic()
-            await stub.Apply(api_pb2.ApplyRequest(object_json=json.dumps(document).encode()), timeout=120)
-            done += 1
-            if progress is not None and done % 200 == 0:
+                now = time.monotonic()
+                for document in chunk:
+                    sent_at[document["metadata"]["name"]] = now
+            requests = [api_pb2.ApplyRequest(object_json=json.dumps(document).encode()) for document in chunk]
+            if size == 1:
+                await stub.Apply(requests[0], timeout=120)
+            else:
+                reply = await stub.ApplyBatch(api_pb2.ApplyBatchRequest(requests=requests), timeout=120)
+                refused = [
+                    (d["metadata"]["name"], r.message) for d, r in zip(chunk, reply.results, strict=True) if r.code
+                ]
+                if refused:
+                    raise RuntimeError(f"{len(refused)} object(s) refused, e.g. {refused[0][0]}: {refused[0][1]}")
+            before = done
+            done += len(chunk)
+            if progress is not None and done // 200 != before // 200:
                 progress.show(done)
 
-    await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
+    await asyncio.gather(*(worker() for _ in range(max(1, IN_FLIGHT // size))))
 
 
 async def wait_bound(watch: BindWatch, namespace: str, count: int, progress: Progress, timeout: float) -> None:
@@ -250,6 +265,7 @@ async def run_workload(
     timeout: float,
     scale: float = 1.0,
     batch_size: int = 0,
+    apply_batch: int = APPLY_BATCH,
 ) -> dict[str, Any]:
     prefix = f"perf{uuid.uuid4().hex[:8]}."
     stack = ServiceStack(
@@ -269,15 +285,15 @@ async def run_workload(
     channel = grpc.aio.insecure_channel(stack.server, options=CHANNEL_OPTIONS)
     stub = api_pb2_grpc.PodSchedStub(channel)
     try:
-        await apply_all(stub, PRIORITY_CLASSES)
+        await apply_all(stub, PRIORITY_CLASSES, size=apply_batch)
         progress = Progress(f"{workload.nodes} nodes", workload.nodes)
-        await apply_all(stub, [node_manifest(i) for i in range(workload.nodes)], progress=progress)
+        await apply_all(stub, [node_manifest(i) for i in range(workload.nodes)], progress=progress, size=apply_batch)
         progress.show(workload.nodes)
         progress.finish()
 
         init = pod_template(workload.init_template)
         progress = Progress(f"{workload.init_pods} init pods", workload.init_pods)
-        await apply_all(stub, [init(INIT_NAMESPACE, f"init-{i}") for i in range(workload.init_pods)])
+        await apply_all(stub, [init(INIT_NAMESPACE, f"init-{i}") for i in range(workload.init_pods)], size=apply_batch)
         await wait_bound(watch, INIT_NAMESPACE, workload.init_pods, progress, timeout)
 
         measured = pod_template(workload.measured_template)
@@ -312,7 +328,10 @@ async def run_workload(
         began = time.monotonic()
         try:
             await apply_all(
-                stub, [measured(MEASURED_NAMESPACE, f"pod-{i}") for i in range(workload.measured_pods)], sent_at
+                stub,
+                [measured(MEASURED_NAMESPACE, f"pod-{i}") for i in range(workload.measured_pods)],
+                sent_at,
+                size=apply_batch,
             )
             deadline = time.monotonic() + timeout
             while watch.count(MEASURED_NAMESPACE) < workload.measured_pods:
@@ -351,6 +370,7 @@ async def run_workload(
             "workers": workers,
             "scale": scale,
             "batch_size": batch_size or QueueConfig().batch_size,
+            "apply_batch": apply_batch,
             "_ticks": [(t - began, n) for t, n in ticks],
         }
     finally:
@@ -403,7 +423,14 @@ async def main_async(args: argparse.Namespace) -> int:
                 if args.nodes:  # the scaling runs: same pods, another cluster size
                     workload = replace(workload, nodes=args.nodes)
                 result = await run_workload(
-                    workload, broker, Path(tmp) / "runs", args.workers, args.timeout, args.scale, args.batch_size
+                    workload,
+                    broker,
+                    Path(tmp) / "runs",
+                    args.workers,
+                    args.timeout,
+                    args.scale,
+                    args.batch_size,
+                    args.apply_batch,
                 )
                 print(json.dumps({k: v for k, v in result.items() if not k.startswith("_")}), flush=True)
                 results.append(result)
@@ -429,6 +456,12 @@ def main() -> None:
         type=int,
         default=0,
         help=f"the queue's PODSCHED_BATCH_SIZE (0: its default, {QueueConfig().batch_size})",
+    )
+    parser.add_argument(
+        "--apply-batch",
+        type=int,
+        default=APPLY_BATCH,
+        help=f"objects per ApplyBatch call when creating nodes and pods (1: one Apply per object; {APPLY_BATCH})",
     )
     parser.add_argument("--plot-dir", type=Path, default=Path(".cache/bench"))
     sys.exit(asyncio.run(main_async(parser.parse_args())))

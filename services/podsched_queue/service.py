@@ -551,6 +551,32 @@ class QueueService:
             watcher.put_nowait(item)
 
 
+MAX_APPLY_BATCH = 1000
+
+
+class ItemContext:
+    """The servicer context of one object of an ApplyBatch: the call's metadata, peer and
+    credentials, but an abort ends only this object (its code and message become its result)."""
+
+    def __init__(self, context: grpc.aio.ServicerContext) -> None:
+        self._context = context
+        self._code: grpc.StatusCode | None = None
+        self._details: str | None = None
+
+    async def abort(self, code: grpc.StatusCode, details: str = "", trailing_metadata: Any = ()) -> None:
+        self._code, self._details = code, details
+        raise grpc.aio.AbortError()
+
+    def code(self) -> grpc.StatusCode | None:
+        return self._code
+
+    def details(self) -> str | None:
+        return self._details
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._context, name)
+
+
 class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
     """The public API: thin translation to the binder (writes), the replica (reads) and the filter
     and preemption services (dry runs)."""
@@ -593,6 +619,24 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
             API_PATH + "Apply", write=not request.dry_run, verb="create", target=Target.of_document(request.object_json)
         )
         return await self.service.access.audited(context, call, self._apply(request, context, call))
+
+    async def ApplyBatch(self, request: api_pb2.ApplyBatchRequest, context: grpc.aio.ServicerContext) -> Any:
+        if len(request.requests) > MAX_APPLY_BATCH:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"error: {len(request.requests)} objects in one ApplyBatch; at most {MAX_APPLY_BATCH}",
+            )
+
+        async def one(item: api_pb2.ApplyRequest) -> api_pb2.ApplyResult:
+            item_context = ItemContext(context)
+            try:
+                return api_pb2.ApplyResult(response=await self.Apply(item, item_context))
+            except grpc.aio.AbortError:
+                code = item_context.code() or grpc.StatusCode.UNKNOWN
+                return api_pb2.ApplyResult(code=code.value[0], message=item_context.details() or "")
+
+        results = await asyncio.gather(*(one(item) for item in request.requests))
+        return api_pb2.ApplyBatchResponse(results=results)
 
     async def _apply(self, request: api_pb2.ApplyRequest, context: grpc.aio.ServicerContext, call: ApiCall) -> Any:
         service = self.service

@@ -500,3 +500,63 @@ def test_every_write_is_on_the_audit_topic_with_who_asked(
     assert [(r.user.username, r.object_ref.name, r.response_status.code) for r in node_delete] == [("alice", "n1", 403)]
     for client in (alice, nobody, admin):
         client.close()
+
+
+def test_apply_batch_decides_each_object_as_its_own_apply(
+    kafka: KafkaBroker, token_stack: ServiceStack, creds: DevCredentials, cluster: None
+) -> None:
+    """ApplyBatch: one result per object, in order, each authorized, admitted and audited on its own;
+    a refused object changes nothing and does not stop the others."""
+    alice = Client(token_stack.server, creds, token=creds.tenant_token)
+    items = [
+        in_namespace(pod("batched-0", "low-priority", "1"), TENANT_NS),
+        in_namespace(pod("batched-1", "low-priority", "1"), OTHER_NS),  # not alice's namespace
+        in_namespace(pod("batched-2", "no-such-class", "1"), TENANT_NS),  # admission says no
+        in_namespace(pod("batched-3", "low-priority", "1"), TENANT_NS),
+    ]
+    requests = [api_pb2.ApplyRequest(object_json=json.dumps(item).encode()) for item in items]
+    requests.append(api_pb2.ApplyRequest(object_json=b"{not json", source="batched-4.yaml"))
+    reply = ok(alice.call("ApplyBatch", api_pb2.ApplyBatchRequest(requests=requests)))
+    codes = [
+        grpc.StatusCode.OK if r.code == 0 else next(c for c in grpc.StatusCode if c.value[0] == r.code)
+        for r in reply.results
+    ]
+    assert codes == [
+        grpc.StatusCode.OK,
+        grpc.StatusCode.PERMISSION_DENIED,
+        grpc.StatusCode.FAILED_PRECONDITION,
+        grpc.StatusCode.OK,
+        grpc.StatusCode.INVALID_ARGUMENT,
+    ]
+    assert [r.response.action for r in reply.results] == ["created", "", "", "created", ""]
+    assert reply.results[1].message == forbidden("pods", "create", "pods", OTHER_NS)[1]
+    assert "no PriorityClass with name no-such-class was found" in reply.results[2].message
+    assert reply.results[4].message.startswith("error: error parsing batched-4.yaml:")
+    stored = ok(alice.get("pods", namespace=TENANT_NS))
+    names = {json.loads(obj)["metadata"]["name"] for obj in stored.objects_json}
+    assert {"batched-0", "batched-3"} <= names and "batched-2" not in names
+    records = audit_records(
+        kafka, token_stack, lambda rs: len([r for r in rs if r.object_ref.name.startswith("batched-")]) >= 4
+    )
+    batched = sorted(
+        (
+            r.object_ref.name,
+            r.object_ref.namespace,
+            r.response_status.code,
+            audit_pb2.AuditEvent.Decision.Name(r.decision),
+        )
+        for r in records
+        if r.object_ref.name.startswith("batched-")
+    )
+    assert batched == [
+        ("batched-0", TENANT_NS, 201, "ALLOW"),
+        ("batched-1", OTHER_NS, 403, "FORBID"),
+        ("batched-2", TENANT_NS, 403, "ALLOW"),
+        ("batched-3", TENANT_NS, 201, "ALLOW"),
+    ], "each object has its audit record (the unparsable one names no object)"
+    too_many = alice.call("ApplyBatch", api_pb2.ApplyBatchRequest(requests=[requests[0]] * 1001))
+    assert refusal(too_many) == (
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "error: 1001 objects in one ApplyBatch; at most 1000",
+    )
+    alice.close()
