@@ -372,6 +372,38 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
             action=action, object_json=to_json(stored), resource_version=version, event_sequence=sequence
         )
 
+    async def WriteMany(self, request: binder_pb2.WriteManyRequest, context: grpc.aio.ServicerContext) -> Any:
+        async def one(write: binder_pb2.WriteRequest) -> binder_pb2.WriteOutcome:
+            try:
+                obj = decode_object(parse_json(write.object_json), owned=True)
+            except ApiError as error:
+                return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
+            except ValueError as error:
+                code = grpc.StatusCode.INVALID_ARGUMENT.value[0]
+                return binder_pb2.WriteOutcome(code=code, message=f"error: invalid JSON: {error}")
+            # Each write's spans and records join the trace of the request it came from (each `one`
+            # is its own task under gather, so attaching here touches no other write's context).
+            token = otel_context.attach(
+                telemetry.context_from_carrier(write.trace_context) or otel_context.get_current()
+            )
+            try:
+                (action, stored), (version, sequence) = await self.binder.submit(lambda cluster: cluster.apply(obj))
+            except ApiError as error:
+                return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
+            except RuntimeError as error:  # the binder is restarting after a failed commit
+                return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNAVAILABLE.value[0], message=str(error))
+            except Exception as error:  # a bug, logged by the write loop: this write fails alone
+                return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNKNOWN.value[0], message=str(error))
+            finally:
+                otel_context.detach(token)
+            response = binder_pb2.WriteResponse(
+                action=action, object_json=to_json(stored), resource_version=version, event_sequence=sequence
+            )
+            return binder_pb2.WriteOutcome(response=response)
+
+        outcomes = await asyncio.gather(*(one(write) for write in request.writes))
+        return binder_pb2.WriteManyResponse(outcomes=outcomes)
+
     async def Delete(self, request: binder_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> Any:
         grace = request.grace_period_seconds if request.HasField("grace_period_seconds") else None
         deleted, (version, sequence) = await self._run(

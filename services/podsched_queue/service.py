@@ -57,6 +57,7 @@ from podsched_service.server import CHANNEL_OPTIONS
 from podsched_service.tls import ClientTLS
 
 from .access import ApiAccess, ApiCall, Target, events_target
+from .binder_writes import BinderWrites
 from .config import QueueConfig
 
 log = logging.getLogger(__name__)
@@ -176,6 +177,7 @@ class QueueService:
         self.filter = filter_pb2_grpc.FilterStub(self.channels[0])
         self.preemption = preemption_pb2_grpc.PreemptionStub(self.channels[1])
         self.binder = binder_pb2_grpc.BinderStub(self.channels[2])
+        self.writes = BinderWrites(self.binder, RPC_TIMEOUT)
         self._loop_task: asyncio.Task[None] | None = None
         self.watchers: list[asyncio.Queue[api_pb2.WatchEvent | None]] = []
         self.cluster.listeners.append(self._publish_change)
@@ -684,9 +686,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
                 response.dry_run.CopyFrom(await self._predict(admitted, context))
             return response
         try:
-            written = await service.binder.Write(
-                binder_pb2.WriteRequest(object_json=request.object_json), timeout=RPC_TIMEOUT
-            )
+            written = await service.writes.write(request.object_json)
         except grpc.aio.AioRpcError as error:
             await self._forward_error(context, error)
         service.saw(written.resource_version, written.event_sequence)

@@ -108,7 +108,7 @@ BAD_INPUT = [
         pod("huge", "low-priority", "1e100"),
         None,
         grpc.StatusCode.INVALID_ARGUMENT,
-        "Pod \"huge\" is invalid",
+        'Pod "huge" is invalid',
     ),
 ]
 

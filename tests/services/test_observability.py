@@ -6,8 +6,6 @@ by exactly what happened, and the JSON log lines must carry the trace's id."""
 from __future__ import annotations
 
 import json
-import re
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from live_api import Api, node_of
+from live_api import Api, node_of, scrape, value
 from podsched_devstack import jaeger as jaeger_api
 from podsched_devstack.jaeger import Jaeger
 from podsched_devstack.kafka import DevstackError, KafkaBroker
@@ -66,27 +64,6 @@ def example_documents() -> tuple[str, str, str]:
 
 
 # --- metrics ------------------------------------------------------------------------------------
-
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)$")
-
-
-def scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    """Prometheus text format -> {(name, labels): value}."""
-    with urllib.request.urlopen(url, timeout=5) as response:
-        text = response.read().decode()
-    samples = {}
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if not match:
-            continue
-        name, labels, value = match.groups()
-        pairs = frozenset(re.findall(r'(\w+)="([^"]*)"', labels or ""))
-        samples[(name, pairs)] = float(value)
-    return samples
-
-
-def value(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
-    return samples.get((name, frozenset(labels.items())), 0.0)
 
 
 def scrape_all(stack: ServiceStack) -> dict[str, dict[tuple[str, frozenset[tuple[str, str]]], float]]:
