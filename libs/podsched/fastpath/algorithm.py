@@ -393,18 +393,10 @@ class FastSchedulingAlgorithm:
         nominator: PodNominator | None,
         now: float,
     ) -> CycleResult:
-        profile = self._profile
-        shape = _pod_shape(pod, profile) if profile is not None and len(snapshot) else None
-        if profile is None or shape is None:
+        inputs = self._fast_inputs(pod, snapshot)
+        if inputs is None:
             return self._delegate(pod, snapshot, pdbs, nominator, now)
-        columns = self.columns
-        columns.sync(snapshot)
-        if columns.unsafe_rows or columns.affinity_pods:
-            return self._delegate(pod, snapshot, pdbs, nominator, now)
-        try:
-            load = self._nominated_load(pod, shape)
-        except _OutOfRange:
-            return self._delegate(pod, snapshot, pdbs, nominator, now)
+        profile, shape, load = inputs
         self.fast_cycles += 1
         return self._schedule(pod, shape, profile, load, snapshot, pdbs, nominator, now)
 
@@ -421,19 +413,12 @@ class FastSchedulingAlgorithm:
         vectorized dry run over the nodes the diagnosis calls Unschedulable. None when the fast path
         does not apply to this pod or cluster; the caller then runs the plain Evaluator, which gives
         the same answer."""
-        profile = self._profile
         evaluator = self.plain.evaluator
-        shape = _pod_shape(pod, profile) if profile is not None and len(snapshot) else None
-        if profile is None or shape is None or evaluator is None:
+        inputs = self._fast_inputs(pod, snapshot) if evaluator is not None else None
+        if evaluator is None or inputs is None:
             return None
+        _, shape, load = inputs
         columns = self.columns
-        columns.sync(snapshot)
-        if columns.unsafe_rows or columns.affinity_pods:
-            return None
-        try:
-            load = self._nominated_load(pod, shape)
-        except _OutOfRange:
-            return None
         codes = np.full(columns.n, int(diagnosis.absent.code), np.int64)
         index = columns.index
         for node_name, status in diagnosis.statuses.items():
@@ -442,6 +427,23 @@ class FastSchedulingAlgorithm:
                 codes[row] = int(status.code)
         self.fast_cycles += 1
         return self._preempt(evaluator, pod, shape, load, diagnosis, codes, snapshot, pdbs, nominator, now)
+
+    def _fast_inputs(self, pod: Pod, snapshot: Snapshot) -> tuple[_Profile, _PodShape, _Load | None] | None:
+        """What the vectorized cycle needs, with the columns synced to `snapshot`; None when the fast
+        path does not apply (a plugin set, pod or cluster it does not model, or an amount outside the
+        exact range), and the plain path decides."""
+        profile = self._profile
+        shape = _pod_shape(pod, profile) if profile is not None and len(snapshot) else None
+        if profile is None or shape is None:
+            return None
+        columns = self.columns
+        columns.sync(snapshot)
+        if columns.unsafe_rows or columns.affinity_pods:
+            return None
+        try:
+            return profile, shape, self._nominated_load(pod, shape)
+        except _OutOfRange:
+            return None
 
     def _delegate(
         self,
