@@ -213,3 +213,11 @@ _CODES = {
 
 def status_code(error: ApiError) -> grpc.StatusCode:
     return _CODES.get(error.reason, grpc.StatusCode.INVALID_ARGUMENT)
+
+
+_CODE_OF_NUMBER = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def status_code_of(number: int) -> grpc.StatusCode:
+    """The gRPC status code a per-item result field holds as its number (ApplyResult, WriteOutcome)."""
+    return _CODE_OF_NUMBER.get(number, grpc.StatusCode.UNKNOWN)

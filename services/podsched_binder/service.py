@@ -39,6 +39,7 @@ from podsched_service.codec import (
     change_record,
     event_record,
     status_code,
+    status_code_of,
     to_json,
     topics,
 )
@@ -360,49 +361,44 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
             await context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
 
     async def Write(self, request: binder_pb2.WriteRequest, context: grpc.aio.ServicerContext) -> Any:
-        try:
-            document = parse_json(request.object_json)
-            obj = decode_object(document, owned=True)
-        except ApiError as error:
-            await context.abort(status_code(error), error.kubectl_message())
-        except ValueError as error:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"error: invalid JSON: {error}")
-        (action, stored), (version, sequence) = await self._run(context, lambda cluster: cluster.apply(obj))
-        return binder_pb2.WriteResponse(
-            action=action, object_json=to_json(stored), resource_version=version, event_sequence=sequence
-        )
+        outcome = await self._write(request)
+        if outcome.code:
+            code = status_code_of(outcome.code)
+            await context.abort(code, outcome.message)
+        return outcome.response
 
     async def WriteMany(self, request: binder_pb2.WriteManyRequest, context: grpc.aio.ServicerContext) -> Any:
-        async def one(write: binder_pb2.WriteRequest) -> binder_pb2.WriteOutcome:
-            try:
-                obj = decode_object(parse_json(write.object_json), owned=True)
-            except ApiError as error:
-                return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
-            except ValueError as error:
-                code = grpc.StatusCode.INVALID_ARGUMENT.value[0]
-                return binder_pb2.WriteOutcome(code=code, message=f"error: invalid JSON: {error}")
-            # Each write's spans and records join the trace of the request it came from (each `one`
-            # is its own task under gather, so attaching here touches no other write's context).
-            token = otel_context.attach(
-                telemetry.context_from_carrier(write.trace_context) or otel_context.get_current()
-            )
-            try:
-                (action, stored), (version, sequence) = await self.binder.submit(lambda cluster: cluster.apply(obj))
-            except ApiError as error:
-                return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
-            except RuntimeError as error:  # the binder is restarting after a failed commit
-                return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNAVAILABLE.value[0], message=str(error))
-            except Exception as error:  # a bug, logged by the write loop: this write fails alone
-                return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNKNOWN.value[0], message=str(error))
-            finally:
-                otel_context.detach(token)
-            response = binder_pb2.WriteResponse(
-                action=action, object_json=to_json(stored), resource_version=version, event_sequence=sequence
-            )
-            return binder_pb2.WriteOutcome(response=response)
-
-        outcomes = await asyncio.gather(*(one(write) for write in request.writes))
+        outcomes = await asyncio.gather(*(self._write(write) for write in request.writes))
         return binder_pb2.WriteManyResponse(outcomes=outcomes)
+
+    async def _write(self, write: binder_pb2.WriteRequest) -> binder_pb2.WriteOutcome:
+        """One write, as Write and each object of WriteMany answer it: the stored object, or the status
+        code and kubectl line of the refusal."""
+        try:
+            obj = decode_object(parse_json(write.object_json), owned=True)
+        except ApiError as error:
+            return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
+        except ValueError as error:
+            code = grpc.StatusCode.INVALID_ARGUMENT.value[0]
+            return binder_pb2.WriteOutcome(code=code, message=f"error: invalid JSON: {error}")
+        # The write's spans and records join the trace of the request it came from: the RPC's own for
+        # Write, the one each object of a WriteMany carries (each runs as its own task under gather,
+        # so attaching here touches no other write's context).
+        token = otel_context.attach(telemetry.context_from_carrier(write.trace_context) or otel_context.get_current())
+        try:
+            (action, stored), (version, sequence) = await self.binder.submit(lambda cluster: cluster.apply(obj))
+        except ApiError as error:
+            return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
+        except RuntimeError as error:  # the binder is restarting after a failed commit
+            return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNAVAILABLE.value[0], message=str(error))
+        except Exception as error:  # a bug, logged by the write loop: this write fails alone
+            return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNKNOWN.value[0], message=str(error))
+        finally:
+            otel_context.detach(token)
+        response = binder_pb2.WriteResponse(
+            action=action, object_json=to_json(stored), resource_version=version, event_sequence=sequence
+        )
+        return binder_pb2.WriteOutcome(response=response)
 
     async def Delete(self, request: binder_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> Any:
         grace = request.grace_period_seconds if request.HasField("grace_period_seconds") else None

@@ -15,6 +15,7 @@ from opentelemetry import trace
 
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_service import telemetry
+from podsched_service.codec import status_code_of
 
 MAX_WRITES_PER_CALL = 256  # the binder's default transaction size (PODSCHED_MAX_BATCH)
 
@@ -61,7 +62,7 @@ class BinderWrites:
             if done.done():  # the caller went away
                 continue
             if outcome.code:
-                code = next(c for c in grpc.StatusCode if c.value[0] == outcome.code)
+                code = status_code_of(outcome.code)
                 done.set_exception(
                     grpc.aio.AioRpcError(code, grpc.aio.Metadata(), grpc.aio.Metadata(), outcome.message)
                 )

@@ -31,6 +31,7 @@ from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.audit.v1 import audit_pb2
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_service.api_audit import audit_topic
+from podsched_service.codec import status_code_of
 from podsched_service.tls import ClientTLS
 
 UNAUTHORIZED = "error: You must be logged in to the server (Unauthorized)"
@@ -517,10 +518,7 @@ def test_apply_batch_decides_each_object_as_its_own_apply(
     requests = [api_pb2.ApplyRequest(object_json=json.dumps(item).encode()) for item in items]
     requests.append(api_pb2.ApplyRequest(object_json=b"{not json", source="batched-4.yaml"))
     reply = ok(alice.call("ApplyBatch", api_pb2.ApplyBatchRequest(requests=requests)))
-    codes = [
-        grpc.StatusCode.OK if r.code == 0 else next(c for c in grpc.StatusCode if c.value[0] == r.code)
-        for r in reply.results
-    ]
+    codes = [status_code_of(r.code) for r in reply.results]
     assert codes == [
         grpc.StatusCode.OK,
         grpc.StatusCode.PERMISSION_DENIED,
