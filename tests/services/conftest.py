@@ -13,27 +13,24 @@ from typing import Any
 import pytest
 
 from live_api import Api
-from podsched_devstack.kafka import DevstackError, KafkaBroker
+from podsched_devstack.kafka import KafkaBroker
 from podsched_devstack.services import ServiceStack, StackSettings
+from stacks import running
 
 
-def new_stack(kafka: KafkaBroker, run_dir: Path, **settings: Any) -> ServiceStack:
+def new_settings(kafka: KafkaBroker, run_dir: Path, **settings: Any) -> StackSettings:
     prefix = f"t{uuid.uuid4().hex[:10]}."
-    return ServiceStack(StackSettings.on_free_ports(kafka.bootstrap_servers, run_dir, topic_prefix=prefix, **settings))
+    return StackSettings.on_free_ports(kafka.bootstrap_servers, run_dir, topic_prefix=prefix, **settings)
 
 
 @pytest.fixture
 def stack(kafka: KafkaBroker, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[ServiceStack]:
-    services = new_stack(kafka, tmp_path / "services", workers=2)
-    try:
-        services.start()
-    except DevstackError as error:
-        services.stop()
-        pytest.fail(str(error), pytrace=False)
+    started = running(new_settings(kafka, tmp_path / "services", workers=2))
+    services = next(started)
     try:
         yield services
     finally:
-        services.stop()
+        started.close()  # stops the stack
         report = getattr(request.node, "rep_call", None)
         if report is not None and report.failed:
             for name in ("queue", "filter", "preemption", "binder"):

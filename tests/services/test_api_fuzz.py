@@ -40,10 +40,11 @@ from live_api import Api
 from podsched.api.errors import ApiError, shorten
 from podsched.api.manifests import decode_object
 from podsched.api.resources import RESOURCE_TYPES, find_resource_type
-from podsched_devstack.kafka import DevstackError, KafkaBroker
+from podsched_devstack.kafka import KafkaBroker
 from podsched_devstack.services import SERVICES, ServiceStack, StackSettings
 from podsched_proto.api.v1 import api_pb2
 from podsched_service.healthcheck import check
+from stacks import running
 
 # What Kubernetes answers a bad request with (DESIGN §2.5; PERMISSION_DENIED and UNAUTHENTICATED
 # from authorization and authentication). UNKNOWN is an unhandled exception in a servicer.
@@ -74,16 +75,7 @@ def fuzz_stack(kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) -> 
         # Its own transactional id: a binder of another stack on the broker must never fence this one.
         extra_env={"PODSCHED_TRANSACTIONAL_ID": f"podsched-binder-{prefix}"},
     )
-    services = ServiceStack(settings)
-    try:
-        services.start()
-    except DevstackError as error:
-        services.stop()
-        pytest.fail(str(error), pytrace=False)
-    try:
-        yield services
-    finally:
-        services.stop()
+    yield from running(settings)
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from manifest_dicts import COMMON, node, pdb, pod
 from podsched.api.documents import load_documents
 from podsched_cli.main import main as podsched
 from podsched_devstack.certs import DevCredentials, generate, kubeconfig
-from podsched_devstack.kafka import DevstackError, KafkaBroker
+from podsched_devstack.kafka import KafkaBroker
 from podsched_devstack.services import ServiceStack, StackSettings
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.audit.v1 import audit_pb2
@@ -33,6 +33,7 @@ from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_service.api_audit import audit_topic
 from podsched_service.codec import status_code_of
 from podsched_service.tls import ClientTLS
+from stacks import running
 
 UNAUTHORIZED = "error: You must be logged in to the server (Unauthorized)"
 TENANT_NS, OTHER_NS = "team-a", "team-b"
@@ -83,19 +84,6 @@ def secure_settings(kafka: KafkaBroker, run_dir: Path, creds: DevCredentials, *,
         service_env={"binder": binder, "filter": internal, "preemption": internal, "queue": queue},
         health_tls=ClientTLS(path("ca.crt"), path("service.crt"), path("service.key")),
     )
-
-
-def running(settings: StackSettings) -> Iterator[ServiceStack]:
-    stack = ServiceStack(settings)
-    try:
-        stack.start()
-    except DevstackError as error:
-        stack.stop()
-        pytest.fail(str(error), pytrace=False)
-    try:
-        yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,9 @@ import yaml
 from live_api import Api, node_of, scrape, value
 from podsched_devstack import jaeger as jaeger_api
 from podsched_devstack.jaeger import Jaeger
-from podsched_devstack.kafka import DevstackError, KafkaBroker
+from podsched_devstack.kafka import KafkaBroker
 from podsched_devstack.services import ServiceStack, StackSettings
+from stacks import running
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "high-mid-low"
 PREEMPTOR = "xyz-0"
@@ -40,16 +41,7 @@ def traced_stack(kafka: KafkaBroker, jaeger: Jaeger, tmp_path: Path) -> Iterator
         # shard spans this test checks.
         extra_env={"PODSCHED_DRY_RUN": "workers"},
     )
-    stack = ServiceStack(settings)
-    try:
-        stack.start()
-    except DevstackError as error:
-        stack.stop()
-        pytest.fail(str(error), pytrace=False)
-    try:
-        yield stack
-    finally:
-        stack.stop()
+    yield from running(settings)
 
 
 def example_documents() -> tuple[str, str, str]:

@@ -19,9 +19,10 @@ import yaml
 from live_api import Api, node_of
 from manifest_dicts import COMMON
 from podsched_cli.main import main
-from podsched_devstack.kafka import DevstackError, KafkaBroker
+from podsched_devstack.kafka import KafkaBroker
 from podsched_devstack.services import ServiceStack, StackSettings
 from podsched_proto.api.v1 import api_pb2
+from stacks import running
 
 HIGH = "high-priority"
 URGENT = "urgent"
@@ -54,16 +55,7 @@ def quota_stack(kafka: KafkaBroker, tmp_path_factory: pytest.TempPathFactory) ->
         # Its own transactional id: a binder of another stack on the broker must never fence this one.
         extra_env={"PODSCHED_ADMISSION_CONFIG": str(config), "PODSCHED_TRANSACTIONAL_ID": f"podsched-binder-{prefix}"},
     )
-    services = ServiceStack(settings)
-    try:
-        services.start()
-    except DevstackError as error:
-        services.stop()
-        pytest.fail(str(error), pytrace=False)
-    try:
-        yield services
-    finally:
-        services.stop()
+    yield from running(settings)
 
 
 @pytest.fixture(scope="module")
