@@ -38,6 +38,7 @@ from podsched.api.types import (
     ScopedResourceSelectorRequirement,
 )
 from podsched.api.validation import (
+    COMPUTE_QUOTA_RESOURCES,
     SCOPE_BEST_EFFORT,
     SCOPE_CROSS_NAMESPACE_POD_AFFINITY,
     SCOPE_NOT_BEST_EFFORT,
@@ -56,21 +57,7 @@ NAMESPACE_SYSTEM = "kube-system"
 _REQUESTS_PREFIX = "requests."
 
 # podResources and podResourcePrefixes: what a quota can constrain about pods.
-POD_QUOTA_RESOURCES = frozenset(
-    {
-        POD_OBJECT_COUNT,
-        RESOURCE_CPU,
-        RESOURCE_MEMORY,
-        RESOURCE_EPHEMERAL_STORAGE,
-        "requests.cpu",
-        "requests.memory",
-        "requests.ephemeral-storage",
-        "limits.cpu",
-        "limits.memory",
-        "limits.ephemeral-storage",
-        RESOURCE_PODS,
-    }
-)
+POD_QUOTA_RESOURCES = frozenset({POD_OBJECT_COUNT, RESOURCE_PODS, *COMPUTE_QUOTA_RESOURCES})
 _POD_QUOTA_PREFIXES = ("hugepages-", "requests.hugepages-")
 # The backward-compatibility mistake upstream keeps: quota on these makes every container state them.
 _VALIDATION_SET = frozenset(

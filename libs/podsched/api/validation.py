@@ -813,7 +813,9 @@ _OBJECT_COUNT_RESOURCES = (
     "services.nodeports",
     "services.loadbalancers",
 )
-_COMPUTE_QUOTA_RESOURCES = (
+# What a quota can say about compute (upstream's standardQuotaResources' compute part, also the
+# core of the pod evaluator's podResources).
+COMPUTE_QUOTA_RESOURCES = (
     RESOURCE_CPU,
     RESOURCE_MEMORY,
     RESOURCE_EPHEMERAL_STORAGE,
@@ -824,7 +826,7 @@ _COMPUTE_QUOTA_RESOURCES = (
     "limits.memory",
     "limits.ephemeral-storage",
 )
-_STANDARD_QUOTA_RESOURCES = frozenset((*_COMPUTE_QUOTA_RESOURCES, *_OBJECT_COUNT_RESOURCES, "requests.storage"))
+_STANDARD_QUOTA_RESOURCES = frozenset((*COMPUTE_QUOTA_RESOURCES, *_OBJECT_COUNT_RESOURCES, "requests.storage"))
 _STANDARD_RESOURCES = _STANDARD_QUOTA_RESOURCES | {"storage"}
 _QUOTA_HUGEPAGES_PREFIXES = (_HUGEPAGES_PREFIX, "requests." + _HUGEPAGES_PREFIX)
 _INTEGER_QUOTA_RESOURCES = frozenset(_OBJECT_COUNT_RESOURCES)
