@@ -33,7 +33,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -42,19 +41,15 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Any, Self
+from typing import Any
 
 from .kafka import (
     DevstackError,
+    ManagedProcess,
     _file_lock,
     _free_ports,
-    _process_cmdline,
-    _rss_bytes,
-    _stop_pid,
     _tail,
     cache_root,
     repo_root,
@@ -497,7 +492,7 @@ def _port_in_use(port: int) -> bool:
     return False
 
 
-class Jaeger:
+class Jaeger(ManagedProcess):
     """One Jaeger v2 process on loopback with in-memory storage, owning ``data_dir``.
 
     ``data_dir`` holds ``config.yaml`` (rewritten on every start), ``ports.json``, ``jaeger.log`` and, while
@@ -509,13 +504,18 @@ class Jaeger:
     else free ones.
     """
 
+    _NAME = "Jaeger"
+    _CLI_MODULE = "podsched_devstack.jaeger"
+    _POLL_SECONDS = 0.1
+    _STOP_SECONDS = 15.0  # Jaeger shuts down cleanly in well under a second
+
     def __init__(
         self,
         data_dir: Path,
         ports: Mapping[str, int] | None = None,
         max_traces: int = DEFAULT_MAX_TRACES,
     ) -> None:
-        self._data_dir = Path(data_dir).expanduser().resolve()
+        super().__init__(data_dir)
         chosen = dict(ports or {})
         unknown = set(chosen) - set(PORT_NAMES)
         if unknown:
@@ -530,15 +530,8 @@ class Jaeger:
             raise ValueError(f"Jaeger ports must differ: {chosen}")
         self._ports = {name: chosen[name] for name in PORT_NAMES}
         self._max_traces = max_traces
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
-        self.last_startup_seconds: float | None = None
 
     # -- paths and properties --------------------------------------------------------------------------
-
-    @property
-    def data_dir(self) -> Path:
-        return self._data_dir
 
     @property
     def ports(self) -> dict[str, int]:
@@ -577,20 +570,6 @@ class Jaeger:
     @property
     def pid_file(self) -> Path:
         return self._data_dir / "jaeger.pid"
-
-    @property
-    def pid(self) -> int | None:
-        """Pid of the running Jaeger: ours, or one started on this data_dir by another process (the CLI)."""
-        if self._proc is not None and self._proc.poll() is None:
-            return self._proc.pid
-        return self._pid_from_file()
-
-    def rss_bytes(self) -> int | None:
-        pid = self.pid
-        return _rss_bytes(pid) if pid is not None else None
-
-    def is_running(self) -> bool:
-        return self.pid is not None
 
     def is_ready(self) -> bool:
         """True when the query API answers ``GET /api/services`` and the OTLP gRPC port accepts connections
@@ -676,16 +655,8 @@ class Jaeger:
 
     def start(self, timeout: float = 60.0) -> None:
         """Start Jaeger (building it first if needed) and return once its query API answers."""
-        if self._proc is not None:
-            if self._proc.poll() is None:
-                return
-            self._release()  # it died on its own since the last start
-        other = self._pid_from_file()
-        if other is not None:
-            raise DevstackError(
-                f"a Jaeger (pid {other}) is already running on {self._data_dir}; "
-                f"stop it with: {sys.executable} -m podsched_devstack.jaeger stop --data-dir {self._data_dir}"
-            )
+        if self._already_started():
+            return
         binary = ensure_jaeger_installed()
         busy = {name: port for name, port in self._ports.items() if _port_in_use(port)}
         if busy:
@@ -698,116 +669,22 @@ class Jaeger:
         self.config_file.write_text(self.render_config())
         self.ports_file.write_text(json.dumps(self._ports, indent=2) + "\n")
         cmd = [str(binary), f"--config=file:{self.config_file}"]
-        self._log = self.log_file.open("ab")
-        self._log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(cmd)}\n".encode())
-        self._log.flush()
-        # New session: Ctrl-C in the terminal must not hit Jaeger directly; stopping it is ours to drive.
-        self._proc = subprocess.Popen(
-            cmd,
-            cwd=self._data_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.pid_file.write_text(f"{self._proc.pid}\n")
-        try:
-            self._wait_ready(began + timeout, timeout)
-        except BaseException:
-            self._terminate(grace=5.0)
-            raise
+        self._launch(cmd, self.log_file, began, timeout)
         self.last_startup_seconds = time.monotonic() - began
-
-    def stop(self, timeout: float = 15.0) -> None:
-        """SIGTERM (Jaeger shuts down cleanly in well under a second); SIGKILL after ``timeout``.
-
-        Also stops a Jaeger that another process (the CLI) started on this data_dir, found via the pid file.
-        """
-        if self._proc is None:
-            pid = self._pid_from_file()
-            if pid is not None:
-                _stop_pid(pid, timeout)
-            self.pid_file.unlink(missing_ok=True)
-            return
-        self._terminate(grace=timeout)
-
-    def detach(self) -> None:
-        """Let Jaeger outlive this Python process (``make up``); the pid file finds it later."""
-        proc, self._proc = self._proc, None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-        with warnings.catch_warnings():  # Popen.__del__ warns about a running child, which is the intent here
-            warnings.simplefilter("ignore", ResourceWarning)
-            del proc
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"Jaeger(otlp {self.otlp_endpoint}, query {self.query_url}, data_dir={self._data_dir}, pid={self.pid})"
 
     # -- internals -------------------------------------------------------------------------------------
 
-    def _wait_ready(self, deadline: float, timeout: float) -> None:
-        assert self._proc is not None
-        while True:
-            code = self._proc.poll()
-            if code is not None:
-                raise DevstackError(
-                    f"Jaeger exited (code {code}) while starting.\n--- {self.log_file} (tail) ---\n"
-                    + _tail(self.log_file)
-                )
-            if self.is_ready():
-                return
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise DevstackError(
-                    f"Jaeger's query API on {self.query_url} not ready after {timeout:.0f} s.\n"
-                    f"--- {self.log_file} (tail) ---\n{_tail(self.log_file)}"
-                )
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=min(0.1, remaining))
+    def _owns(self, cmdline: str) -> bool:
+        return str(self.config_file) in cmdline
 
-    def _terminate(self, grace: float) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self._release()
-        self.pid_file.unlink(missing_ok=True)
+    def _readiness_subject(self) -> str:
+        return f"Jaeger's query API on {self.query_url}"
 
-    def _release(self) -> None:
-        self._proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def _pid_from_file(self) -> int | None:
-        """The pid in ``jaeger.pid`` if that process is still a Jaeger on this data_dir's config (so a pid
-        reused by an unrelated process is never signalled)."""
-        try:
-            pid = int(self.pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return None
-        cmdline = _process_cmdline(pid)
-        if cmdline is None:
-            return None
-        if cmdline and str(self.config_file) not in cmdline:
-            return None
-        return pid
+    def _log_tails(self) -> str:
+        return f"--- {self.log_file} (tail) ---\n{_tail(self.log_file)}"
 
     def _recorded_ports(self) -> dict[str, int] | None:
         try:

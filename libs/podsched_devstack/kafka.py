@@ -293,7 +293,205 @@ def _rss_bytes(pid: int) -> int | None:
     return None
 
 
-class KafkaBroker:
+class ManagedProcess:
+    """A long-running child that owns a data directory: started in its own session (Ctrl-C in a terminal
+    running pytest or `make run` must not hit it directly; its shutdown is ours to drive) with its output
+    appended to a log, found again through a pid file (by another process too, such as the CLI's
+    ``start``), stopped with SIGTERM and then SIGKILL, or left running with :meth:`detach`.
+
+    Subclasses say what the process is (``_NAME`` for messages, ``_CLI_MODULE`` whose ``stop`` command
+    stops it), how to recognise its command line (:meth:`_owns`), when it is ready (:meth:`is_ready`),
+    and which run files go when it stops (:meth:`_run_files`)."""
+
+    _NAME = "process"
+    _CLI_MODULE = ""
+    _POLL_SECONDS = 0.1  # between readiness probes while starting
+    _STOP_SECONDS = 15.0  # after SIGTERM, before SIGKILL
+
+    def __init__(self, data_dir: Path) -> None:
+        self._data_dir = Path(data_dir).expanduser().resolve()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self.last_startup_seconds: float | None = None
+
+    @property
+    def data_dir(self) -> Path:
+        return self._data_dir
+
+    @property
+    def pid_file(self) -> Path:
+        raise NotImplementedError
+
+    @property
+    def pid(self) -> int | None:
+        """Pid of the running process: ours, or one started on this data_dir by another process (the CLI)."""
+        if self._proc is not None and self._proc.poll() is None:
+            return self._proc.pid
+        return self._pid_from_file()
+
+    def rss_bytes(self) -> int | None:
+        pid = self.pid
+        return _rss_bytes(pid) if pid is not None else None
+
+    def is_running(self) -> bool:
+        return self.pid is not None
+
+    def is_ready(self) -> bool:
+        raise NotImplementedError
+
+    def stop(self, timeout: float | None = None) -> None:
+        """SIGTERM; SIGKILL if it has not exited after ``timeout`` seconds (default ``_STOP_SECONDS``).
+
+        Also stops a process that another process (the CLI) started on this data_dir, found via the pid file.
+        """
+        timeout = self._STOP_SECONDS if timeout is None else timeout
+        if self._proc is None:
+            pid = self._pid_from_file()
+            if pid is not None:
+                _stop_pid(pid, timeout)
+            self._forget_run_files()
+            return
+        self._terminate(grace=timeout)
+
+    def detach(self) -> None:
+        """Let the process outlive this Python process (the CLI's ``start``, ``make up``).
+
+        Afterwards this object (or any other on the same data_dir) finds it through the pid file.
+        """
+        proc, self._proc = self._proc, None
+        if self._log is not None:  # the child has its own copy of the descriptor
+            self._log.close()
+            self._log = None
+        # Popen.__del__ warns about a child that is still running, which here is the intent. Dropping the
+        # last reference inside the filter runs __del__ right now (reference counting), so nothing leaks out.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            del proc
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def start(self, timeout: float = 60.0) -> None:
+        raise NotImplementedError
+
+    # -- for subclasses ----------------------------------------------------------------------------------
+
+    def _owns(self, cmdline: str) -> bool:
+        """Whether a live process with this command line is ours (this kind, this data_dir)."""
+        raise NotImplementedError
+
+    def _readiness_subject(self) -> str:
+        """What is not ready, for the timeout message, e.g. "Kafka broker on 127.0.0.1:9092"."""
+        raise NotImplementedError
+
+    def _log_tails(self) -> str:
+        raise NotImplementedError
+
+    def _run_files(self) -> list[Path]:
+        """Files that exist only while the process runs."""
+        return [self.pid_file]
+
+    def _already_started(self) -> bool:
+        """True if our child is running; raises if another process runs on this data_dir."""
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                return True
+            self._release()  # it died on its own since the last start
+        other = self._pid_from_file()
+        if other is not None:
+            raise DevstackError(
+                f"a {self._NAME} (pid {other}) is already running on {self._data_dir}; "
+                f"stop it with: {sys.executable} -m {self._CLI_MODULE} stop --data-dir {self._data_dir}"
+            )
+        return False
+
+    def _launch(self, cmd: list[str], log_path: Path, began: float, timeout: float) -> None:
+        """Start `cmd` with its output appended to `log_path`, record its pid, and wait until it is ready
+        (or stop it and raise)."""
+        self._log = log_path.open("ab")
+        self._log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(cmd)}\n".encode())
+        self._log.flush()
+        self._proc = subprocess.Popen(
+            cmd,
+            cwd=self._data_dir,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self.pid_file.write_text(f"{self._proc.pid}\n")
+        try:
+            self._wait_ready(began + timeout, timeout)
+        except BaseException:
+            self._terminate(grace=5.0)
+            raise
+
+    def _wait_ready(self, deadline: float, timeout: float) -> None:
+        assert self._proc is not None
+        while True:
+            code = self._proc.poll()
+            if code is not None:
+                raise DevstackError(f"{self._NAME} exited (code {code}) while starting.\n{self._log_tails()}")
+            if self.is_ready():
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise DevstackError(
+                    f"{self._readiness_subject()} not ready after {timeout:.0f} s.\n" + self._log_tails()
+                )
+            # Waiting on the process (not a bare sleep) paces the probes and notices a crash immediately.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._proc.wait(timeout=min(self._POLL_SECONDS, remaining))
+
+    def _terminate(self, grace: float) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._release()
+        self._forget_run_files()
+
+    def _forget_run_files(self) -> None:
+        for path in self._run_files():
+            path.unlink(missing_ok=True)
+
+    def _release(self) -> None:
+        self._proc = None
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def _pid_from_file(self) -> int | None:
+        """The pid in the pid file if that process is still ours.
+
+        Checks the command line, not just liveness, so a stale file whose pid was reused by an unrelated
+        process is never signalled.
+        """
+        try:
+            pid = int(self.pid_file.read_text().strip())
+        except (OSError, ValueError):
+            return None
+        cmdline = _process_cmdline(pid)
+        if cmdline is None:
+            return None
+        if cmdline and not self._owns(cmdline):
+            return None
+        return pid
+
+
+class KafkaBroker(ManagedProcess):
     """One single-node Kafka broker (combined KRaft broker+controller) on loopback, owning ``data_dir``.
 
     ``data_dir`` holds everything: ``server.properties``, the topic data (``kraft-logs/``), the logs
@@ -304,6 +502,11 @@ class KafkaBroker:
     across restarts); a fresh directory gets free ports.
     """
 
+    _NAME = "Kafka broker"
+    _CLI_MODULE = "podsched_devstack.kafka"
+    _POLL_SECONDS = 0.25
+    _STOP_SECONDS = 30.0  # a controlled shutdown
+
     def __init__(
         self,
         data_dir: Path,
@@ -312,7 +515,7 @@ class KafkaBroker:
         heap: str = DEFAULT_HEAP,
         jvm_opts: Sequence[str] = (),
     ) -> None:
-        self._data_dir = Path(data_dir).expanduser().resolve()
+        super().__init__(data_dir)
         recorded = self._recorded_ports()
         if port is None and controller_port is None and recorded is not None:
             port, controller_port = recorded
@@ -326,15 +529,8 @@ class KafkaBroker:
         self._controller_port = controller_port
         self._heap = heap
         self._jvm_opts = tuple(jvm_opts)
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._stdout: IO[bytes] | None = None
-        self.last_startup_seconds: float | None = None
 
     # -- paths and properties --------------------------------------------------------------------------
-
-    @property
-    def data_dir(self) -> Path:
-        return self._data_dir
 
     @property
     def port(self) -> int:
@@ -371,20 +567,6 @@ class KafkaBroker:
         """The bootstrap address while the broker runs, for scripts: ``$(cat .../bootstrap.servers)``."""
         return self._data_dir / "bootstrap.servers"
 
-    @property
-    def pid(self) -> int | None:
-        """Pid of the running broker: ours, or one started on this data_dir by another process (the CLI)."""
-        if self._proc is not None and self._proc.poll() is None:
-            return self._proc.pid
-        return self._pid_from_file()
-
-    def rss_bytes(self) -> int | None:
-        pid = self.pid
-        return _rss_bytes(pid) if pid is not None else None
-
-    def is_running(self) -> bool:
-        return self.pid is not None
-
     def is_ready(self) -> bool:
         """True when the broker answers a Metadata request and lists itself."""
         try:
@@ -397,16 +579,8 @@ class KafkaBroker:
 
     def start(self, timeout: float = 90.0) -> None:
         """Start the broker (formatting ``data_dir`` on first use) and return once it serves metadata."""
-        if self._proc is not None:
-            if self._proc.poll() is None:
-                return
-            self._release()  # it died on its own since the last start
-        other = self._pid_from_file()
-        if other is not None:
-            raise DevstackError(
-                f"a Kafka broker (pid {other}) is already running on {self._data_dir}; "
-                f"stop it with: {sys.executable} -m podsched_devstack.kafka stop --data-dir {self._data_dir}"
-            )
+        if self._already_started():
+            return
         began = time.monotonic()
         libs = ensure_kafka_installed()
         java = _find_tool("java")
@@ -419,40 +593,9 @@ class KafkaBroker:
             java, *shlex.split(self._heap), *self._broker_jvm_flags(), *self._common_jvm_flags(libs),
             "kafka.Kafka", str(self.server_properties),
         ]  # fmt: skip
-        self._stdout = (self.logs_dir / "broker.out").open("ab")
-        self._stdout.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(cmd)}\n".encode())
-        self._stdout.flush()
-        # New session: Ctrl-C in a terminal running pytest or `make run` must not hit the JVM directly; its
-        # shutdown is ours to drive (SIGTERM, then SIGKILL), and the CLI leaves it running detached.
-        self._proc = subprocess.Popen(
-            cmd,
-            cwd=self._data_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=self._stdout,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.pid_file.write_text(f"{self._proc.pid}\n")
-        try:
-            self._wait_ready(began + timeout, timeout)
-        except BaseException:
-            self._terminate(grace=5.0)
-            raise
+        self._launch(cmd, self.logs_dir / "broker.out", began, timeout)
         self.bootstrap_file.write_text(self.bootstrap_servers + "\n")
         self.last_startup_seconds = time.monotonic() - began
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Controlled shutdown (SIGTERM); SIGKILL if it has not exited after ``timeout`` seconds.
-
-        Also stops a broker that another process (the CLI) started on this data_dir, found via the pid file.
-        """
-        if self._proc is None:
-            pid = self._pid_from_file()
-            if pid is not None:
-                _stop_pid(pid, timeout)
-            self._forget_run_files()
-            return
-        self._terminate(grace=timeout)
 
     def kill9(self) -> None:
         """Crash the broker (SIGKILL, no shutdown hooks) for crash-recovery tests.
@@ -467,30 +610,6 @@ class KafkaBroker:
             self._release()
         elif pid is not None:
             os.kill(pid, signal.SIGKILL)
-
-    def detach(self) -> None:
-        """Let the broker outlive this Python process (the CLI's ``start``).
-
-        Afterwards this object (or any other on the same data_dir) finds the broker through the pid file.
-        """
-        proc, self._proc = self._proc, None
-        if self._stdout is not None:  # the child has its own copy of the descriptor
-            self._stdout.close()
-            self._stdout = None
-        # Popen.__del__ warns about a child that is still running, which here is the intent. Dropping the
-        # last reference inside the filter runs __del__ right now (reference counting), so nothing leaks out.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            del proc
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return f"KafkaBroker({self.bootstrap_servers}, data_dir={self._data_dir}, pid={self.pid})"
@@ -576,69 +695,20 @@ class KafkaBroker:
                 f"{result.stdout}{result.stderr}"
             )
 
-    def _wait_ready(self, deadline: float, timeout: float) -> None:
-        assert self._proc is not None
-        while True:
-            code = self._proc.poll()
-            if code is not None:
-                raise DevstackError(f"Kafka broker exited (code {code}) while starting.\n{self._log_tails()}")
-            if self.is_ready():
-                return
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise DevstackError(
-                    f"Kafka broker on {self.bootstrap_servers} not ready after {timeout:.0f} s.\n" + self._log_tails()
-                )
-            # Waiting on the process (not a bare sleep) paces the probes and notices a crash immediately.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=min(0.25, remaining))
+    def _owns(self, cmdline: str) -> bool:
+        return "kafka.Kafka" in cmdline and str(self.server_properties) in cmdline
+
+    def _readiness_subject(self) -> str:
+        return f"Kafka broker on {self.bootstrap_servers}"
+
+    def _run_files(self) -> list[Path]:
+        return [self.pid_file, self.bootstrap_file]
 
     def _log_tails(self) -> str:
         return (
             f"--- {self.logs_dir / 'broker.out'} (tail) ---\n{_tail(self.logs_dir / 'broker.out')}\n"
             f"--- {self.logs_dir / 'server.log'} (tail) ---\n{_tail(self.logs_dir / 'server.log')}"
         )
-
-    def _terminate(self, grace: float) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self._release()
-        self._forget_run_files()
-
-    def _forget_run_files(self) -> None:
-        self.pid_file.unlink(missing_ok=True)
-        self.bootstrap_file.unlink(missing_ok=True)
-
-    def _release(self) -> None:
-        self._proc = None
-        if self._stdout is not None:
-            self._stdout.close()
-            self._stdout = None
-
-    def _pid_from_file(self) -> int | None:
-        """The pid in ``broker.pid`` if that process is still a Kafka broker for this data_dir.
-
-        Checks the command line, not just liveness, so a stale file whose pid was reused by an unrelated
-        process is never signalled.
-        """
-        try:
-            pid = int(self.pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return None
-        cmdline = _process_cmdline(pid)
-        if cmdline is None:
-            return None
-        if cmdline and ("kafka.Kafka" not in cmdline or str(self.server_properties) not in cmdline):
-            return None
-        return pid
 
     def _recorded_ports(self) -> tuple[int, int] | None:
         try:
@@ -653,7 +723,7 @@ class KafkaBroker:
 
 
 def _stop_pid(pid: int, timeout: float) -> None:
-    """SIGTERM a broker that is not our child process, then SIGKILL it if it outlives ``timeout``."""
+    """SIGTERM a process that is not our child, then SIGKILL it if it outlives ``timeout``."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
