@@ -100,8 +100,6 @@ class Attempt:
     span: Span
     began: float
     finished: bool = False
-    # The resource version the filter's answer for this pod was computed at.
-    filter_version: int = 0
 
     @staticmethod
     def start(info: sq.QueuedPodInfo, pod: Pod, pod_trace: otel_context.Context | None) -> Attempt:
@@ -274,13 +272,13 @@ class QueueService:
         return batch
 
     async def _schedule_batch(self, batch: list[sq.QueuedPodInfo]) -> None:
-        """Consecutive scheduling cycles of the popped pods, with one FindNodes and one Bind.
+        """Consecutive scheduling cycles of the popped pods (see `_place`).
 
         The filter places the pods in queue order, each on the cluster with the earlier ones assumed
         on their nodes, and stops at the first pod that fits nowhere: exactly what that many
         one-pod cycles decide. The placed pods are bound together (one binder transaction), then the
         pod that did not fit goes through PostFilter on a view that includes those binds, and the
-        pods after it go back to activeQ untried, in their places."""
+        pods after it are filtered next, with its nomination assumed."""
         attempts: list[Attempt] = []
         for info in batch:
             pod = self.cluster.pods_by_uid.get(info.pod.uid)
@@ -343,7 +341,6 @@ class QueueService:
         )
         placements = list(found.placements)
         for attempt, placement in zip(attempts, placements, strict=False):
-            attempt.filter_version = found.resource_version
             attempt.span.set_attributes(
                 {
                     "podsched.feasible_nodes": placement.feasible_nodes,
@@ -368,7 +365,7 @@ class QueueService:
             self._requeue([attempt, *untried])
             return []
         with trace.use_span(attempt.span, end_on_exit=False):
-            failure = await self._post_filter(attempt, placement, assumed)
+            failure = await self._post_filter(attempt, placement, found.resource_version, assumed)
         if failure is None:  # a stale diagnosis: filter it (and the pods after it) again
             self._requeue([attempt, *untried])
             return []
@@ -418,10 +415,15 @@ class QueueService:
         return all_bound
 
     async def _post_filter(
-        self, attempt: Attempt, placement: filter_pb2.Placement, assumed: list[filter_pb2.Nomination]
+        self,
+        attempt: Attempt,
+        placement: filter_pb2.Placement,
+        filter_version: int,
+        assumed: list[filter_pb2.Nomination],
     ) -> PendingFailure | None:
-        """PostFilter for a pod that fit nowhere, and the failure's writes, sent. None if PostFilter
-        found the Filter outcome stale. Adds the decision's nominations to `assumed`."""
+        """PostFilter for a pod that fit nowhere (the filter answered at `filter_version`), and the
+        failure's writes, sent. None if PostFilter found the Filter outcome stale. Adds the
+        decision's nominations to `assumed`."""
         pod, span = attempt.pod, attempt.span
         span.set_attribute("podsched.message", placement.message)
         rejectors = set(placement.rejector_plugins)
@@ -432,7 +434,7 @@ class QueueService:
                 pod=filter_pb2.PodToPlace(uid=pod.uid),
                 filter_result=placement,
                 min_resource_version=self.view_version,
-                filter_resource_version=attempt.filter_version,
+                filter_resource_version=filter_version,
                 assumed_nominations=assumed,
             ),
             timeout=RPC_TIMEOUT,
