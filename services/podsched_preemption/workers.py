@@ -26,6 +26,7 @@ from podsched.framework.status import Code, Status
 from podsched.plugins.registry import build_framework
 from podsched.preemption.sharding import run_shard
 from podsched.preemption.victims import NodeVictims
+from podsched.queue.nominator import assumed_nominations
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_service import telemetry
 from podsched_service.scheduling import ClusterCopy, load_scheduler_config, pod_to_place
@@ -89,8 +90,7 @@ async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connecti
         ) as span:
             try:
                 await copy.replica.wait_for(min_version)
-                nominations = [filter_pb2.Nomination(pod_uid=uid, node_name=node) for uid, node in assumed]
-                with copy.assumed_nominations(nominations):
+                with assumed_nominations(copy.nominator, copy.cluster.pods_by_uid, assumed):
                     outcomes = _run(copy.cluster, framework, pod_uid, pod_json, node_names, now, wanted)
                 span.set_attribute("podsched.candidates", sum(1 for outcome in outcomes if outcome[3] is None))
                 conn.send((request_id, "ok", outcomes))
