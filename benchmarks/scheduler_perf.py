@@ -29,6 +29,7 @@ import asyncio
 import itertools
 import json
 import math
+import os
 import sys
 import tempfile
 import time
@@ -43,7 +44,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from benchmarks.throughput import summarize, throughput_samples
 from podsched_devstack.kafka import KafkaBroker, ensure_kafka_installed
-from podsched_devstack.services import ServiceStack, StackSettings
+from podsched_devstack.services import ServiceStack, StackSettings, process_cpu_seconds
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
 from podsched_queue.config import QueueConfig
@@ -326,6 +327,7 @@ async def run_workload(
         if workload.churn_template:
             background.append(asyncio.create_task(churn()))
         began = time.monotonic()
+        cpu_before = cpu_snapshot(stack, broker)
         try:
             await apply_all(
                 stub,
@@ -349,6 +351,7 @@ async def run_workload(
             progress.show(watch.count(MEASURED_NAMESPACE))
             progress.finish()
         duration = time.monotonic() - began
+        cpu_after = cpu_snapshot(stack, broker)
         bound = watch.bound_at.get(MEASURED_NAMESPACE, {})
         latencies = sorted((bound[name] - sent_at[name]) * 1000 for name in bound if name in sent_at)
         summary = summarize(throughput_samples(ticks))
@@ -366,6 +369,13 @@ async def run_workload(
             "rss_mb": round(sum(peak_rss.values()) / 2**20, 1),
             "rss_mb_by_service": {name: round(value / 2**20, 1) for name, value in sorted(peak_rss.items())},
             "duration_s": round(duration, 1),
+            # CPU spent by each process while the measured pods were created and scheduled, per measured
+            # pod: where the machine's two cores go ("harness" is this process: the client and the watch).
+            "cpu_ms_per_pod": {
+                name: round((cpu_after[name] - cpu_before[name]) * 1000 / workload.measured_pods, 3)
+                for name in cpu_after
+            },
+            "cpu_busy": round(sum(cpu_after[n] - cpu_before[n] for n in cpu_after) / duration / (os.cpu_count() or 1), 2),
             "samples": summary.samples,
             "workers": workers,
             "scale": scale,
@@ -378,6 +388,16 @@ async def run_workload(
         await asyncio.gather(watch_task, return_exceptions=True)
         await channel.close()
         stack.stop()
+
+
+def cpu_snapshot(stack: ServiceStack, broker: KafkaBroker) -> dict[str, float]:
+    """CPU seconds used so far by each service, the Kafka broker and this process."""
+    out = stack.cpu_seconds()
+    broker_pid = broker.pid
+    out["kafka"] = (process_cpu_seconds(broker_pid) or 0.0) if broker_pid is not None else 0.0
+    times = os.times()
+    out["harness"] = times.user + times.system
+    return out
 
 
 def _nearest(ascending: list[float], percent: float) -> float:

@@ -198,6 +198,35 @@ class ServiceStack:
             out[name] = _group_rss(process.pid)
         return out
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """User + system CPU time so far of each service's process group (the preemption workers included)."""
+        return {name: _group_cpu_seconds(process.pid) for name, process in self.processes.items()}
+
+
+def _group_cpu_seconds(pgid: int) -> float:
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry.name)) != pgid:
+                continue
+            total += process_cpu_seconds(int(entry.name)) or 0.0
+        except (OSError, ProcessLookupError, ValueError):
+            continue
+    return total
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """utime + stime of one process from /proc (None without /proc or once it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after its closing one.
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
 
 def _group_rss(pgid: int) -> int:
     total = 0

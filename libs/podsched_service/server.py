@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
-from podsched_service import telemetry
+from podsched_service import gc_tuning, telemetry
 from podsched_service.config import load_config
 from podsched_service.tls import ClientGroupGate, ServerTLS
 
@@ -42,6 +42,7 @@ Build = Callable[[Any, grpc.aio.Server], tuple[str, Lifecycle, Lifecycle]]
 def run_service(name: str, config_class: type, build: Build) -> None:
     """`python -m podsched_<service>`: configuration from PODSCHED_*, telemetry (logs, traces,
     metrics endpoint), then serve until SIGTERM."""
+    gc_tuning.tune_for_service()
     try:
         config = load_config(config_class)
         telemetry.configure_logging(name, config.log_format)

@@ -28,7 +28,7 @@ from podsched.preemption.sharding import run_shard
 from podsched.preemption.victims import NodeVictims
 from podsched.queue.nominator import assumed_nominations
 from podsched_proto.filter.v1 import filter_pb2
-from podsched_service import telemetry
+from podsched_service import gc_tuning, telemetry
 from podsched_service.scheduling import ClusterCopy, load_scheduler_config, pod_to_place
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,7 @@ WireOutcome = tuple[str, list[str], int, tuple[int, list[str], str] | None]
 
 
 def _worker_main(settings: dict[str, Any], conn: multiprocessing.connection.Connection, index: int) -> None:
+    gc_tuning.tune_for_service()
     parsed = WorkerSettings(**settings)
     telemetry.configure_logging(f"podsched-preemption-worker-{index}", parsed.log_format)
     # The workers' spans belong to the preemption service: same service.name as the coordinator.
