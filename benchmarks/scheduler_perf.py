@@ -375,7 +375,7 @@ async def run_workload(
                 name: round((cpu_after[name] - cpu_before[name]) * 1000 / workload.measured_pods, 3)
                 for name in cpu_after
             },
-            "cpu_busy": round(sum(cpu_after[n] - cpu_before[n] for n in cpu_after) / duration / (os.cpu_count() or 1), 2),
+            "cpu_busy": round(sum(cpu_after[n] - cpu_before[n] for n in cpu_after) / duration / CORES, 2),
             "samples": summary.samples,
             "workers": workers,
             "scale": scale,
@@ -388,6 +388,9 @@ async def run_workload(
         await asyncio.gather(watch_task, return_exceptions=True)
         await channel.close()
         stack.stop()
+
+
+CORES = os.cpu_count() or 1
 
 
 def cpu_snapshot(stack: ServiceStack, broker: KafkaBroker) -> dict[str, float]:
