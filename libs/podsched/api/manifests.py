@@ -21,6 +21,7 @@ live in `podsched.admission.priority` and run when a class is created, as in the
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -559,12 +560,78 @@ def _decode_spread_constraint(doc: Mapping[str, Any], path: str) -> TopologySpre
 # --- objects ---------------------------------------------------------------------------------------------
 
 
+# Pod specs decoded before, by the JSON text of the spec as it arrived (its nodeName blanked): a
+# replica decodes every pod at least twice (created, bound) and pods from one template share their
+# spec, so most specs have been seen. An entry is (the decoded spec with node_name "", the defaulted
+# spec's text, or None when defaulting changed nothing). Only specs that decoded without a single
+# error are kept, so a hit is exactly what decoding again would give. Bounded in entries and in the
+# size of one key (a huge spec is decoded every time rather than kept).
+_POD_SPEC_CACHE: dict[str, tuple[PodSpec, str | None]] = {}
+_POD_SPEC_CACHE_ENTRIES = 4096
+_POD_SPEC_CACHE_KEY_CHARS = 8192
+
+
+def clear_pod_spec_cache() -> None:
+    """Forget every decoded pod spec (tests compare cold and warm decoding)."""
+    _POD_SPEC_CACHE.clear()
+
+
+def _pod_spec_key(spec: dict[str, Any]) -> str | None:
+    """The spec's JSON text with nodeName blanked in place (its position kept, so that putting the
+    real value back into a copy of the defaulted spec gives the key order decoding would have)."""
+    if isinstance(spec.get("nodeName"), str):
+        spec = {**spec, "nodeName": ""}
+    try:
+        key = json.dumps(spec, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):  # not plain JSON (cannot happen after plain_document)
+        return None
+    return key if len(key) <= _POD_SPEC_CACHE_KEY_CHARS else None
+
+
 def _decode_pod_spec(manifest: dict[str, Any], errors: list[FieldError]) -> PodSpec:
     """ValidatePodSpec for the fields scheduling reads, after upstream's defaulting
     (terminationGracePeriodSeconds 30, schedulerName default-scheduler, port protocol TCP,
-    requests from limits)."""
+    requests from limits). Served from `_POD_SPEC_CACHE` when the same spec decoded cleanly before."""
     spec = _object(manifest, "spec", "") or {}
     manifest["spec"] = spec
+    key = _pod_spec_key(spec)
+    cached = _POD_SPEC_CACHE.get(key) if key is not None else None
+    if cached is not None:
+        template, defaulted = cached
+        if defaulted is not None:  # lay the defaults down as decoding would have
+            node_name_value = spec.get("nodeName")
+            spec = json.loads(defaulted)
+            if isinstance(node_name_value, str):
+                spec["nodeName"] = node_name_value
+            manifest["spec"] = spec
+        # Every field but nodeName is immutable or copied: no two pods share anything mutable.
+        return PodSpec(
+            containers=template.containers,
+            init_containers=template.init_containers,
+            overhead=template.overhead,
+            node_name=_object_name(spec, "nodeName", "spec", errors),
+            node_selector=dict(template.node_selector),
+            affinity=template.affinity,
+            tolerations=template.tolerations,
+            topology_spread_constraints=template.topology_spread_constraints,
+            priority_class_name=template.priority_class_name,
+            priority=template.priority,
+            preemption_policy=template.preemption_policy,
+            termination_grace_period_seconds=template.termination_grace_period_seconds,
+            scheduler_name=template.scheduler_name,
+        )
+    errors_before = len(errors)
+    decoded = _decode_pod_spec_uncached(spec, errors)
+    if key is not None and len(errors) == errors_before:
+        if len(_POD_SPEC_CACHE) >= _POD_SPEC_CACHE_ENTRIES:
+            del _POD_SPEC_CACHE[next(iter(_POD_SPEC_CACHE))]  # the oldest entry
+        after = _pod_spec_key(spec)
+        template = replace(decoded, node_name="", node_selector=dict(decoded.node_selector))
+        _POD_SPEC_CACHE[key] = (template, None if after == key else after)
+    return decoded
+
+
+def _decode_pod_spec_uncached(spec: dict[str, Any], errors: list[FieldError]) -> PodSpec:
     names: set[str] = set()
     containers = [
         (p, _decode_container(c, p, errors, names, init=False)) for p, c in _items(spec, "containers", "spec")

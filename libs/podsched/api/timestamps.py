@@ -7,6 +7,7 @@ object written by `podsched get -o yaml` and read back compares equal to the ori
 from __future__ import annotations
 
 import calendar
+import functools
 import math
 import re
 from datetime import UTC, datetime
@@ -25,22 +26,37 @@ def format_timestamp(seconds: float) -> str:
     written only when non-zero, with at least six digits (`2026-01-01T00:00:00.500000Z`) and more
     when the float needs them, so that `parse_timestamp(format_timestamp(t)) == t` for every t."""
     whole = math.floor(seconds)
-    fraction = Fraction(repr(seconds)) - whole  # the shortest decimal that reproduces the float
-    moment = datetime.fromtimestamp(whole, tz=UTC)
-    # Not strftime's %Y: it does not pad years before 1000, and the text must parse back.
-    text = f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}"
-    if not fraction:
+    text = _second_text(whole)
+    shortest = repr(float(seconds))  # the shortest decimal that reproduces the float
+    if seconds >= 0 and "e" not in shortest:
+        # Its digits after the point are the fraction's exact decimal digits (no Fraction needed).
+        digits = shortest.partition(".")[2].rstrip("0")
+    else:
+        fraction = Fraction(shortest) - whole
+        places = 0
+        while (fraction * 10**places).denominator != 1:
+            places += 1
+        digits = str(fraction.numerator * (10**places // fraction.denominator)).rjust(places, "0").rstrip("0")
+    if not digits:
         return f"{text}Z"
-    places = 0
-    while (fraction * 10**places).denominator != 1:
-        places += 1
-    digits = str(fraction.numerator * (10**places // fraction.denominator)).rjust(places, "0").rstrip("0")
     return f"{text}.{digits.ljust(6, '0')}Z"
 
 
+@functools.lru_cache(maxsize=4096)
+def _second_text(whole: int) -> str:
+    """`2026-01-01T00:00:00` for a whole second (the clock's seconds repeat: every object written in
+    one second shares it)."""
+    moment = datetime.fromtimestamp(whole, tz=UTC)
+    # Not strftime's %Y: it does not pad years before 1000, and the text must parse back.
+    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}"
+
+
+@functools.lru_cache(maxsize=16384)
 def parse_timestamp(text: str) -> float:
     """RFC3339 (any offset, any number of fractional digits) -> seconds since the epoch, rounded
-    once from the exact value. Raises ValueError when the text is not RFC3339."""
+    once from the exact value. Raises ValueError when the text is not RFC3339.
+
+    Cached: every copy of the cluster reads each pod's timestamps once per change of the pod."""
     match = _RFC3339_RE.fullmatch(text.strip())
     if match is None:
         raise ValueError(f"not an RFC3339 timestamp: {text[:80]!r}")
@@ -56,8 +72,13 @@ def parse_timestamp(text: str) -> float:
         whole -= sign * (hours * 3600 + minutes * 60)
     if not _EARLIEST <= whole <= _LATEST:  # an offset can carry a valid local time past year 1 or 9999
         raise ValueError(f"timestamp out of range: {text[:80]!r}")
-    fraction = Fraction("0." + match.group(7)) if match.group(7) else Fraction(0)
-    seconds = float(whole + fraction)
+    digits = match.group(7)
+    if not digits:
+        seconds = float(whole)
+    elif whole >= 0:
+        seconds = float(f"{whole}.{digits}")  # float() of a decimal text is correctly rounded too
+    else:
+        seconds = float(whole + Fraction("0." + digits))
     if seconds >= _LATEST + 1:  # 9999-12-31T23:59:59.9999999Z rounds up to year 10000
         raise ValueError(f"timestamp out of range: {text[:80]!r}")
     return seconds
