@@ -67,14 +67,17 @@ def reference(obj: ApiObject) -> events_pb2.ObjectReference:
     return events_pb2.ObjectReference(kind=obj.kind, namespace=meta.namespace, name=meta.name, uid=meta.uid)
 
 
-def change_message(change_type: str, obj: ApiObject, writer: str, now: float) -> events_pb2.ObjectChange:
+def change_message(
+    change_type: str, obj: ApiObject, writer: str, now: float, object_json: bytes | None = None
+) -> events_pb2.ObjectChange:
     """One change of `obj` (its state after the change; the last state for a deletion) as an
-    ObjectChange: the Kafka record's value and the Watch stream's item."""
+    ObjectChange: the Kafka record's value and the Watch stream's item. `object_json` is `to_json(obj)`
+    when the caller has it already."""
     message = events_pb2.ObjectChange(
         type=_CHANGE_TYPES[change_type],
         object=reference(obj),
         resource_version=obj.metadata.resource_version,
-        object_json=to_json(obj),
+        object_json=to_json(obj) if object_json is None else object_json,
         writer=writer,
         time=to_timestamp(now),
     )
@@ -86,11 +89,13 @@ def change_message(change_type: str, obj: ApiObject, writer: str, now: float) ->
     return message
 
 
-def change_record(change: Change, writer: str, now: float) -> tuple[bytes, bytes]:
-    """A cluster Change as (key, serialized ObjectChange)."""
+def change_record(change: Change, writer: str, now: float) -> tuple[ApiObject, bytes, bytes, bytes]:
+    """A cluster Change as (the object it records, key, serialized ObjectChange, the object's JSON)."""
     obj = change.new if change.new is not None else change.old
     assert obj is not None
-    return object_key(obj), change_message(change.type, obj, writer, now).SerializeToString()
+    object_json = to_json(obj)
+    value = change_message(change.type, obj, writer, now, object_json).SerializeToString()
+    return obj, object_key(obj), value, object_json
 
 
 def decode_change(value: bytes) -> tuple[str, ApiObject, int]:

@@ -97,6 +97,9 @@ class Binder:
         self.cluster.event_listeners.append(self._on_event)
         self._recording = False
         self._records: list[PendingRecord] = []
+        # The JSON of each object this batch recorded, by id (the object is held, so no id is reused
+        # within the batch): a write answers with the JSON its record carries instead of encoding again.
+        self._batch_json: dict[int, tuple[Any, bytes]] = {}
         # Trace context of each victim's eviction, so its removal after the grace period (a later
         # batch, started by the timer) is part of the preemptor's trace.
         self._eviction_contexts: dict[str, otel_context.Context] = {}
@@ -113,7 +116,8 @@ class Binder:
     def _on_change(self, change: Change) -> None:
         if not self._recording:
             return
-        key, value = change_record(change, WRITER, time.time())
+        obj, key, value, object_json = change_record(change, WRITER, time.time())
+        self._batch_json[id(obj)] = (obj, object_json)
         context = otel_context.get_current()
         if telemetry.tracing_enabled() and change.kind == KIND_POD:
             context = self._trace_pod_change(change, context)
@@ -261,6 +265,7 @@ class Binder:
         finally:
             self._recording = False
             self._termination_contexts.clear()
+            self._batch_json.clear()
         records, self._records = self._records, []
         if records:
             try:
@@ -340,6 +345,12 @@ class Binder:
                 pass
             await self.submit(lambda cluster: cluster.complete_terminations())
 
+    def json_of(self, obj: Any) -> bytes:
+        """`to_json(obj)`, from this batch's records when one of them carries `obj` (call it inside
+        the operation that stored `obj`)."""
+        recorded = self._batch_json.get(id(obj))
+        return recorded[1] if recorded is not None and recorded[0] is obj else to_json(obj)
+
     def versions(self) -> tuple[int, int]:
         return self.cluster.resource_version, len(self.cluster.events) - 1
 
@@ -385,8 +396,12 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         # Write, the one each object of a WriteMany carries (each runs as its own task under gather,
         # so attaching here touches no other write's context).
         token = otel_context.attach(telemetry.context_from_carrier(write.trace_context) or otel_context.get_current())
+        def apply(cluster: Cluster) -> tuple[str, bytes]:
+            action, stored = cluster.apply(obj)
+            return action, self.binder.json_of(stored)
+
         try:
-            (action, stored), (version, sequence) = await self.binder.submit(lambda cluster: cluster.apply(obj))
+            (action, stored_json), (version, sequence) = await self.binder.submit(apply)
         except ApiError as error:
             return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
         except RuntimeError as error:  # the binder is restarting after a failed commit
@@ -396,7 +411,7 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         finally:
             otel_context.detach(token)
         response = binder_pb2.WriteResponse(
-            action=action, object_json=to_json(stored), resource_version=version, event_sequence=sequence
+            action=action, object_json=stored_json, resource_version=version, event_sequence=sequence
         )
         return binder_pb2.WriteOutcome(response=response)
 
