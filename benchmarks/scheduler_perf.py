@@ -30,9 +30,11 @@ import itertools
 import json
 import math
 import os
+import re
 import sys
 import tempfile
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -328,6 +330,7 @@ async def run_workload(
             background.append(asyncio.create_task(churn()))
         began = time.monotonic()
         cpu_before = cpu_snapshot(stack, broker)
+        counters_before = await asyncio.to_thread(counter_snapshot, stack)
         try:
             await apply_all(
                 stub,
@@ -352,6 +355,8 @@ async def run_workload(
             progress.finish()
         duration = time.monotonic() - began
         cpu_after = cpu_snapshot(stack, broker)
+        counters = await asyncio.to_thread(counter_snapshot, stack)
+        counted = {name: counters[name] - counters_before.get(name, 0.0) for name in counters}
         bound = watch.bound_at.get(MEASURED_NAMESPACE, {})
         latencies = sorted((bound[name] - sent_at[name]) * 1000 for name in bound if name in sent_at)
         summary = summarize(throughput_samples(ticks))
@@ -375,6 +380,9 @@ async def run_workload(
                 name: round((cpu_after[name] - cpu_before[name]) * 1000 / workload.measured_pods, 3)
                 for name in cpu_after
             },
+            # How much work the measured pods made, per measured pod: scheduling attempts by result,
+            # the binder's Kafka transactions and records (churn and evictions included).
+            "per_pod": {name: round(value / workload.measured_pods, 3) for name, value in sorted(counted.items())},
             "cpu_busy": round(sum(cpu_after[n] - cpu_before[n] for n in cpu_after) / duration / CORES, 2),
             "samples": summary.samples,
             "workers": workers,
@@ -391,6 +399,35 @@ async def run_workload(
 
 
 CORES = os.cpu_count() or 1
+# Counters read from the services' /metrics around the measured phase: (service, metric, label to split by).
+COUNTERS = (
+    ("queue", "scheduler_schedule_attempts_total", "result"),
+    ("binder", "podsched_kafka_transactions_total", ""),
+    ("binder", "podsched_kafka_records_produced_total", ""),
+)
+
+
+def counter_snapshot(stack: ServiceStack) -> dict[str, float]:
+    """The COUNTERS as {"metric[label value]": value}, summed over the other labels."""
+    out: dict[str, float] = {}
+    for service, metric, split_by in COUNTERS:
+        url = stack.metrics_url(service)
+        if not url:
+            continue
+        with urllib.request.urlopen(url, timeout=10) as response:
+            text = response.read().decode()
+        for line in text.splitlines():
+            if not line.startswith(metric):
+                continue
+            sample, _, value = line.rpartition(" ")
+            name, _, labels = sample.partition("{")
+            if name != metric:
+                continue
+            label = re.search(rf'{split_by}="([^"]*)"', labels) if split_by else None
+            key = f"{metric.removesuffix('_total')}[{label.group(1)}]" if label else metric.removesuffix("_total")
+            out[key] = out.get(key, 0.0) + float(value)
+    return out
+
 
 
 def cpu_snapshot(stack: ServiceStack, broker: KafkaBroker) -> dict[str, float]:
