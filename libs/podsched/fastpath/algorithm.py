@@ -42,6 +42,7 @@ from podsched.api.types import (
 )
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath.columns import I64, SAFE_LIMIT, Bool, NodeColumns, Obj, RowCache
+from podsched.fastpath.nominated import NominatedColumns, OutOfRange
 from podsched.fastpath.victims import (
     CANDIDATE,
     FILTERED,
@@ -54,7 +55,7 @@ from podsched.fastpath.victims import (
 )
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import MAX_NODE_SCORE, NodeToStatus, PodNominator, PostFilterResult
-from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot, pod_host_ports
+from podsched.framework.node_info import NodeInfo, Snapshot, pod_host_ports
 from podsched.framework.resource import non_zero_requests, pod_requests
 from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
@@ -351,6 +352,7 @@ class FastSchedulingAlgorithm:
         self.plain = plain
         self.framework = plain.framework
         self.columns = columns or NodeColumns()
+        self._nominated = NominatedColumns()
         self._profile = _profile_of(plain.framework, plain.evaluator)
         self.fast_cycles = 0
         self.delegated_cycles = 0
@@ -463,12 +465,14 @@ class FastSchedulingAlgorithm:
         nominator = self.framework.nominator
         if nominator is None:
             return None
-        index = self.columns.index
         if isinstance(nominator, Nominator):
-            # Read-only use of the nominator's index; asking per node would cost a call per node.
-            by_node: Iterable[tuple[str, list[PodInfo]]] = nominator.items()
-        else:
-            by_node = ((name, nominator.nominated_pods_for_node(name)) for name in index)
+            try:
+                return self._nominated.load(nominator, self.columns, pod, shape.checks)
+            except OutOfRange:
+                raise _OutOfRange from None
+        # Any other PodNominator: ask node by node and add up.
+        index = self.columns.index
+        by_node = ((name, nominator.nominated_pods_for_node(name)) for name in index)
         loads: dict[int, list[int]] = {}
         priority = pod.priority
         uid = pod.uid

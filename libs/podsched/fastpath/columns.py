@@ -150,6 +150,7 @@ class NodeColumns:
         self.infos: list[NodeInfo] = []
         self.node_objects: list[Node | None] = []
         self.index: dict[str, int] = {}
+        self.layout = 0  # bumped whenever rows are renumbered (index changes): row-aligned state elsewhere is stale
         self.names: Obj = np.empty(0, object)
         self.n = 0
         self.col: dict[str, I64] = {name: np.zeros(0, np.int64) for name in NODE_COLUMNS}
@@ -264,6 +265,7 @@ class NodeColumns:
         self.infos = list(infos)
         self.n = n
         self.index = {info.name: row for row, info in enumerate(self.infos)}
+        self.layout += 1
         self.names = np.empty(n, object)
         self.names[:] = [info.name for info in self.infos]
         for row in np.flatnonzero(~kept).tolist():

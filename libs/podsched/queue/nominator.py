@@ -4,16 +4,24 @@ result). Filter counts nominated pods of >= priority as already running on their
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from podsched.api.types import Pod
 from podsched.framework.node_info import PodInfo
+
+# Entries the change journal keeps; past that the older half is dropped and a reader that far behind
+# starts over from `items()`.
+JOURNAL_LIMIT = 4096
 
 
 class Nominator:
     def __init__(self) -> None:
         self._by_node: dict[str, list[PodInfo]] = {}
         self._node_of: dict[str, str] = {}  # pod uid -> node
+        # Every nomination made (+1) or dropped (-1), in order, so a reader can keep per-node sums
+        # current without rescanning every nominated pod (the vectorized cycle's nominated load).
+        self._journal: list[tuple[PodInfo, str, int]] = []
+        self._journal_base = 0  # the position of _journal[0]
 
     def add(self, pod_info: PodInfo, node_name: str | None = None) -> None:
         """Nominate the pod to `node_name`, or to its own status.nominatedNodeName when None
@@ -26,12 +34,18 @@ class Nominator:
             return
         self._node_of[pod.uid] = target
         self._by_node.setdefault(target, []).append(pod_info)
+        self._record(pod_info, target, 1)
 
     def remove(self, pod: Pod) -> None:
         node = self._node_of.pop(pod.uid, None)
         if node is None:
             return
-        remaining = [pi for pi in self._by_node.get(node, []) if pi.pod.uid != pod.uid]
+        remaining = []
+        for pi in self._by_node.get(node, []):
+            if pi.pod.uid == pod.uid:
+                self._record(pi, node, -1)
+            else:
+                remaining.append(pi)
         if remaining:
             self._by_node[node] = remaining
         else:
@@ -59,6 +73,27 @@ class Nominator:
     def __len__(self) -> int:
         return len(self._node_of)
 
+    # --- the change journal ----------------------------------------------------------------------
+
+    def _record(self, pod_info: PodInfo, node_name: str, sign: int) -> None:
+        self._journal.append((pod_info, node_name, sign))
+        if len(self._journal) > JOURNAL_LIMIT:
+            drop = len(self._journal) // 2
+            del self._journal[:drop]
+            self._journal_base += drop
+
+    @property
+    def position(self) -> int:
+        """The journal position after the latest change."""
+        return self._journal_base + len(self._journal)
+
+    def changes_since(self, position: int) -> Sequence[tuple[PodInfo, str, int]] | None:
+        """(pod, node, +1 nominated / -1 no longer) since `position`, in order; None when those
+        changes are no longer kept (the reader rebuilds from `items()`)."""
+        if position < self._journal_base:
+            return None
+        return self._journal[position - self._journal_base :]
+
 
 @contextlib.contextmanager
 def assumed_nominations(
@@ -77,7 +112,10 @@ def assumed_nominations(
             pod = pods_by_uid.get(uid)
             if pod is None or pod.spec.node_name:
                 continue
-            previous.append((pod, nominator.nominated_node(pod)))
+            current = nominator.nominated_node(pod)
+            if current == node_name:  # the log got there first: nothing to assume (or to undo)
+                continue
+            previous.append((pod, current))
             nominator.add(PodInfo(pod), node_name)
         yield
     finally:
