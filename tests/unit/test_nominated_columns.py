@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from builders import make_node, make_pod
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from builders import make_node, make_pod
 from podsched.api.types import Pod
 from podsched.fastpath import nominated as nominated_module
 from podsched.fastpath.columns import SAFE_LIMIT, NodeColumns
