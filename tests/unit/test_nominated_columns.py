@@ -71,7 +71,8 @@ def pod_with(name: str, priority: int, cpu: int, gpu: int, huge: bool) -> Pod:
 
 OPERATIONS = st.lists(
     st.one_of(
-        st.tuples(st.just("nominate"), st.integers(0, 7), st.integers(0, 5)),  # pod, node (5: a node not in the columns)
+        # (pod, node): n3 to n5 are not in the columns until that many nodes have been added
+        st.tuples(st.just("nominate"), st.integers(0, 7), st.integers(0, 5)),
         st.tuples(st.just("clear"), st.integers(0, 7), st.just(0)),
         st.tuples(st.just("add node"), st.just(0), st.just(0)),
         st.tuples(st.just("ask"), st.integers(0, 7), st.just(0)),
