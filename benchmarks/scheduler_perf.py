@@ -13,8 +13,11 @@ log), and the peak resident memory of each service's process group (workers incl
 
 Output: a progress bar on stderr; one JSON line per workload on stdout with workload, nodes,
 init_pods, measured_pods, throughput_avg/p50/p90/p99, latency_p50_ms/p99_ms, rss_mb (peak, summed
-over services), rss_mb_by_service, duration_s, samples; and a PNG of throughput over time per
-workload in --plot-dir.
+over services), rss_mb_by_service, duration_s, samples; cpu_ms_per_pod (CPU each service, the
+Kafka broker and this harness used during the measured phase, per measured pod) and cpu_busy (that
+CPU over the phase's wall time and the machine's cores); per_pod (scheduling attempts by result, the
+binder's Kafka transactions and records, per measured pod, from the services' metrics); and a PNG of
+throughput over time per workload in --plot-dir.
 
 Templates (reference/performance-anchors.md §1.2): node 4 CPU / 32Gi / 110 pods; pod-default
 100m/500Mi; pod-low-priority 900m/500Mi, grace 0; pod-high-priority priority 10, 3 CPU/500Mi;
@@ -509,7 +512,13 @@ def main() -> None:
     parser.add_argument("--workload", action="append", default=[], help=f"one of {sorted(SHORT_NAMES)}")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply nodes and pod counts (quick runs)")
     parser.add_argument("--nodes", type=int, default=0, help="override the node count (scaling runs)")
-    parser.add_argument("--workers", type=int, default=2, help="preemption worker processes")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=0,
+        help="preemption worker processes (0: these resource-only workloads take the in-process vectorized "
+        "dry run anyway, and on a 2-core machine idle workers only add replicas that follow the log)",
+    )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds to wait for each phase")
     parser.add_argument(
         "--batch-size",
