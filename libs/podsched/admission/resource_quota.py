@@ -427,11 +427,16 @@ def _forbidden(pod: Pod, detail: str) -> ApiError:
     return ApiError.forbidden(KIND_POD, pod.name, detail, pod.namespace)
 
 
+def _limits_by_name(entry: LimitedResource) -> bool:
+    """Whether a limitedResources entry limits pods' resources by name (matchContains)."""
+    return not entry.api_group and entry.resource == RESOURCE_PODS and bool(entry.match_contains)
+
+
 def _limited_names(usage: Mapping[str, Fraction], limited: Sequence[LimitedResource]) -> set[str]:
     """limitedByDefault: used resources whose name contains a limitedResources matchContains."""
     names: set[str] = set()
     for entry in limited:
-        if entry.api_group or entry.resource != RESOURCE_PODS:
+        if not _limits_by_name(entry):
             continue
         for name, amount in usage.items():
             if amount > 0 and any(fragment in name for fragment in entry.match_contains):
@@ -457,8 +462,10 @@ def check_pod_create(pod: Pod, quotas: Sequence[ResourceQuota], config: QuotaAdm
 
     Raises ApiError; returns None when the pod is admitted."""
     limited = config.limited_for(pod.namespace)
-    input_usage = pod_usage(pod)
     limited_scopes = [scope for entry in limited for scope in matching_scopes(pod, entry.match_scopes)]
+    if not quotas and not limited_scopes and not any(_limits_by_name(entry) for entry in limited):
+        return  # no quota to charge, nothing limited that would need one: the common case, kept cheap
+    input_usage = pod_usage(pod)
     limited_names = _limited_names(input_usage, limited)
 
     pertinent: list[ResourceQuota] = []
