@@ -10,6 +10,7 @@ from the log on restart (crash-only: there is no other recovery path to get wron
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -309,8 +310,8 @@ class Binder:
             raise
         TRANSACTIONS.labels("committed").inc()
         COMMIT_SECONDS.observe(time.perf_counter() - began)
-        for topic, *_ in records:
-            RECORDS_PRODUCED.labels(topic).inc()
+        for topic, count in collections.Counter(topic for topic, *_ in records).items():
+            RECORDS_PRODUCED.labels(topic).inc(count)
         for span in spans:
             span.end()
 
