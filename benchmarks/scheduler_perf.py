@@ -15,7 +15,8 @@ Output: a progress bar on stderr; one JSON line per workload on stdout with work
 init_pods, measured_pods, throughput_avg/p50/p90/p99, latency_p50_ms/p99_ms, rss_mb (peak, summed
 over services), rss_mb_by_service, duration_s, samples; cpu_ms_per_pod (CPU each service, the
 Kafka broker and this harness used during the measured phase, per measured pod) and cpu_busy (that
-CPU over the phase's wall time and the machine's cores); per_pod (scheduling attempts by result, the
+CPU over the phase's wall time and the machine's cores); calibration_us (how fast the machine was
+just before: one pod record's decode, best of three timings); per_pod (scheduling attempts by result, the
 binder's Kafka transactions and records, per measured pod, from the services' metrics); and a PNG of
 throughput over time per workload in --plot-dir.
 
@@ -48,12 +49,13 @@ import grpc
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from benchmarks.throughput import summarize, throughput_samples
+from podsched.api.manifests import decode_object
 from podsched_devstack.kafka import KafkaBroker, ensure_kafka_installed
 from podsched_devstack.services import ServiceStack, StackSettings, process_cpu_seconds
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
 from podsched_queue.config import QueueConfig
-from podsched_service.codec import topics
+from podsched_service.codec import change_message, decode_change, topics
 from podsched_service.server import CHANNEL_OPTIONS
 
 MEASURED_NAMESPACE = "measured"
@@ -283,6 +285,7 @@ async def run_workload(
             extra_env={"PODSCHED_BATCH_SIZE": str(batch_size)} if batch_size else {},
         )
     )
+    calibration_us = calibrate()
     stack.start()
     stop = asyncio.Event()
     watch = BindWatch(broker.bootstrap_servers, topics(prefix)[0])
@@ -387,6 +390,7 @@ async def run_workload(
             # the binder's Kafka transactions and records (churn and evictions included).
             "per_pod": {name: round(value / workload.measured_pods, 3) for name, value in sorted(counted.items())},
             "cpu_busy": round(sum(cpu_after[n] - cpu_before[n] for n in cpu_after) / duration / CORES, 2),
+            "calibration_us": round(calibration_us, 1),
             "samples": summary.samples,
             "workers": workers,
             "scale": scale,
@@ -431,6 +435,22 @@ def counter_snapshot(stack: ServiceStack) -> dict[str, float]:
             out[key] = out.get(key, 0.0) + float(value)
     return out
 
+
+
+def calibrate(rounds: int = 3, repeat: int = 2000) -> float:
+    """How fast this machine is right now: microseconds to decode one pod's log record (what every
+    replica does for every change), best of `rounds`. Shared cloud machines change speed from minute
+    to minute; throughputs of two runs compare only alongside their calibrations."""
+    pod = decode_object(pod_template("default")("calibration", "pod"))
+    pod.metadata.uid, pod.metadata.resource_version = "calibration-uid", 1
+    record = change_message("ADDED", pod, "calibration", 0.0).SerializeToString()
+    best = math.inf
+    for _ in range(rounds):
+        began = time.perf_counter()
+        for _ in range(repeat):
+            decode_change(record)
+        best = min(best, (time.perf_counter() - began) / repeat)
+    return best * 1e6
 
 
 def cpu_snapshot(stack: ServiceStack, broker: KafkaBroker) -> dict[str, float]:
