@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv protos lint test test-unit kafka-install jaeger-install run up down status simulate bench-core bench certs clean
+.PHONY: help venv protos lint test test-unit kafka-install jaeger-install run up down status simulate bench-core bench bench-ab certs clean
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -20,6 +20,7 @@ help:
 	@echo "make test       - lint, then the whole test suite against a real Kafka broker and a real Jaeger"
 	@echo "make bench-core - scheduling-core micro benchmarks (plain vs fast path), JSON lines"
 	@echo "make bench      - upstream scheduler_perf workloads end to end through the services and Kafka (WORKLOAD=name for one)"
+	@echo "make bench-ab   - two commits compared with interleaved bench runs (BASE=rev, HEAD=rev or the working tree)"
 	@echo "make protos     - generate Python code from protos/ into $(PROTO_OUT) (never committed)"
 	@echo "make certs      - development TLS certificates, tokens, policy and kubeconfig into $(CERTS_DIR) (docker compose uses them)"
 
@@ -76,6 +77,11 @@ bench-core: $(STAMP)
 # WORKLOAD=SchedulingBasic|PreemptionBasic500|PreemptionBasic1000|PreemptionAsync|Unschedulable; BENCH_ARGS e.g. --scale 0.1
 bench: protos kafka-install
 	$(PY) -m benchmarks.scheduler_perf $(if $(WORKLOAD),--workload $(WORKLOAD)) $(BENCH_ARGS)
+
+# Two commits, runs interleaved: BASE=rev [HEAD=rev, default the working tree] [WORKLOAD=...] [ROUNDS=2]
+bench-ab: protos kafka-install
+	$(PY) -m benchmarks.ab --base $(BASE) $(if $(HEAD),--head $(HEAD)) $(if $(WORKLOAD),--workload $(WORKLOAD)) \
+		$(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(BENCH_ARGS),-- $(BENCH_ARGS))
 
 # Development credentials for docker-compose.yml (TLS, mutual TLS, tokens, roles); .cache/ is ignored by git.
 CERTS_DIR := .cache/certs
