@@ -598,34 +598,44 @@ class Cluster:
         )
         return new
 
-    def mark_unschedulable(self, pod_uid: str, message: str) -> Pod | None:
-        """A failed attempt: PodScheduled=False/Unschedulable and a FailedScheduling event."""
+    def mark_unschedulable(self, pod_uid: str, message: str, nominated_node: str = "", victims: int = 0) -> Pod | None:
+        """A failed attempt, written as upstream's handleSchedulingFailure writes it: a FailedScheduling
+        event and one status update with PodScheduled=False/Unschedulable and, when PostFilter
+        nominated a node, nominatedNodeName (after a Nominated event). A status that already says all
+        that is not written again."""
         pod = self.pods_by_uid.get(pod_uid)
         if pod is None or pod.spec.node_name:
             return pod
+        changes: dict[str, Any] = {}
+        if nominated_node and pod.status.nominated_node_name != nominated_node:
+            self._record_nomination(pod, nominated_node, victims)
+            changes["nominated_node_name"] = nominated_node
         self.record(pod, ev.WARNING, ev.FAILED_SCHEDULING, message, action="Scheduling")
-        condition = PodCondition(CONDITION_POD_SCHEDULED, "False", REASON_UNSCHEDULABLE, message, self.clock())
         existing = pod.condition(CONDITION_POD_SCHEDULED)
-        if existing is not None and (existing.status, existing.reason, existing.message) == (
+        if existing is None or (existing.status, existing.reason, existing.message) != (
             "False",
             REASON_UNSCHEDULABLE,
             message,
         ):
-            return pod
-        return self._update_pod(pod, conditions=_with_condition(pod, condition))
+            condition = PodCondition(CONDITION_POD_SCHEDULED, "False", REASON_UNSCHEDULABLE, message, self.clock())
+            changes["conditions"] = _with_condition(pod, condition)
+        return self._update_pod(pod, **changes) if changes else pod
+
+    def _record_nomination(self, pod: Pod, node_name: str, victims: int) -> None:
+        self.record(
+            pod,
+            ev.NORMAL,
+            ev.NOMINATED,
+            f"Nominated to node {node_name} after preempting {victims} pod(s)",
+            action="Nominating",
+        )
 
     def nominate(self, pod_uid: str, node_name: str, victims: int = 0) -> Pod | None:
         pod = self.pods_by_uid.get(pod_uid)
         if pod is None or pod.spec.node_name or pod.status.nominated_node_name == node_name:
             return pod
         if node_name:
-            self.record(
-                pod,
-                ev.NORMAL,
-                ev.NOMINATED,
-                f"Nominated to node {node_name} after preempting {victims} pod(s)",
-                action="Nominating",
-            )
+            self._record_nomination(pod, node_name, victims)
         return self._update_pod(pod, nominated_node_name=node_name)
 
     def clear_nomination(self, pod_uid: str, because: str) -> Pod | None:
