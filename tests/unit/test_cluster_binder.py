@@ -7,13 +7,15 @@ import pytest
 
 from builders import HIGH_PRIORITY, LOW_PRIORITY, make_node, make_pdb, make_pod, make_priority_class
 from podsched.api.errors import ApiError
-from podsched.api.types import CONDITION_DISRUPTION_TARGET, POD_FAILED, POD_RUNNING
+from podsched.api.types import CONDITION_DISRUPTION_TARGET, CONDITION_POD_SCHEDULED, POD_FAILED, POD_RUNNING, Pod
 from podsched.cluster import events as ev
+from podsched.cluster.failure import record_scheduling_failure
 from podsched.cluster.state import (
     BIND_ALREADY_BOUND,
     BIND_NODE_NOT_FOUND,
     BIND_WOULD_OVERCOMMIT,
     BindError,
+    Change,
     Cluster,
     compute_pdb_status,
 )
@@ -166,3 +168,41 @@ def test_pdb_status_counts_running_matching_pods_not_being_deleted(clock: Clock)
         1,
         1,
     )
+
+
+def pod_changes(cluster: Cluster) -> list[str]:
+    """The pod changes written from now on, as their new nominatedNodeName and PodScheduled status."""
+    seen: list[str] = []
+
+    def listen(change: Change) -> None:
+        pod = change.new
+        if isinstance(pod, Pod):
+            condition = pod.condition(CONDITION_POD_SCHEDULED)
+            scheduled = condition.status if condition is not None else None
+            seen.append(f"{pod.name}: nominated={pod.status.nominated_node_name!r} scheduled={scheduled!r}")
+
+    cluster.listeners.append(listen)
+    return seen
+
+
+def test_a_failed_attempt_with_a_nomination_is_one_status_update(cluster: Cluster) -> None:
+    # upstream's handleSchedulingFailure patches PodScheduled=False and nominatedNodeName together
+    _, pod = cluster.apply(make_pod("p").priority_class("high").req(cpu="1").obj())
+    written = pod_changes(cluster)
+    events_before = len(cluster.events)
+    record_scheduling_failure(cluster, pod.metadata.uid, "0/1 nodes are available", nominated_node="n1")
+    assert written == ["p: nominated='n1' scheduled='False'"]
+    assert [e.reason for e in cluster.events[events_before:]] == [ev.NOMINATED, ev.FAILED_SCHEDULING]
+
+
+def test_a_failed_attempt_that_clears_its_own_nomination_is_one_status_update(cluster: Cluster) -> None:
+    _, pod = cluster.apply(make_pod("p").priority_class("high").req(cpu="1").obj())
+    cluster.nominate(pod.metadata.uid, "n1")
+    written = pod_changes(cluster)
+    events_before = len(cluster.events)
+    record_scheduling_failure(cluster, pod.metadata.uid, "0/1 nodes are available", clear_own_nomination=True)
+    assert written == ["p: nominated='' scheduled='False'"]
+    assert [e.reason for e in cluster.events[events_before:]] == [ev.NOMINATION_CLEARED, ev.FAILED_SCHEDULING]
+    # the same failure again changes nothing but the event's count
+    record_scheduling_failure(cluster, pod.metadata.uid, "0/1 nodes are available", clear_own_nomination=True)
+    assert len(written) == 1

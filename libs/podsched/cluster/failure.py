@@ -24,7 +24,8 @@ def record_scheduling_failure(
     """Evict the victims (DisruptionTarget, graceful delete), clear the nominations of
     lower-priority pods on that node, then PodScheduled=False with the pod's nomination in the same
     status update (a Nominated and a FailedScheduling event); or, when PostFilter found no candidate,
-    clear the pod's own nomination, then PodScheduled=False and a FailedScheduling event.
+    PodScheduled=False with the pod's own nomination cleared in the same update (a NominationCleared
+    and a FailedScheduling event).
 
     Refuses the whole decision (BindError, nothing changed) if any victim does not have lower
     priority than the pod. Victims already gone are skipped: the decision was made on an older
@@ -47,6 +48,6 @@ def record_scheduling_failure(
             cluster.clear_nomination(uid, f"pod {pod.namespace}/{pod.name} with higher priority preempted on that node")
         # The nomination and PodScheduled=False in one status update, as upstream's updatePod patches them.
         return cluster.mark_unschedulable(pod.uid, message, nominated_node, len(victim_uids))
-    if clear_own_nomination and pod.status.nominated_node_name:
-        cluster.clear_nomination(pod.uid, "preemption is not helpful for scheduling")
+    if clear_own_nomination:
+        return cluster.mark_unschedulable(pod.uid, message, clear_nomination="preemption is not helpful for scheduling")
     return cluster.mark_unschedulable(pod.uid, message)

@@ -598,11 +598,14 @@ class Cluster:
         )
         return new
 
-    def mark_unschedulable(self, pod_uid: str, message: str, nominated_node: str = "", victims: int = 0) -> Pod | None:
+    def mark_unschedulable(
+        self, pod_uid: str, message: str, nominated_node: str = "", victims: int = 0, clear_nomination: str = ""
+    ) -> Pod | None:
         """A failed attempt, written as upstream's handleSchedulingFailure writes it: a FailedScheduling
         event and one status update with PodScheduled=False/Unschedulable and, when PostFilter
-        nominated a node, nominatedNodeName (after a Nominated event). A status that already says all
-        that is not written again."""
+        nominated a node, nominatedNodeName (after a Nominated event), or, given a `clear_nomination`
+        reason, the pod's nomination cleared (after a NominationCleared event). A status that already
+        says all that is not written again."""
         pod = self.pods_by_uid.get(pod_uid)
         if pod is None or pod.spec.node_name:
             return pod
@@ -610,6 +613,9 @@ class Cluster:
         if nominated_node and pod.status.nominated_node_name != nominated_node:
             self._record_nomination(pod, nominated_node, victims)
             changes["nominated_node_name"] = nominated_node
+        elif clear_nomination and pod.status.nominated_node_name:
+            self._record_nomination_cleared(pod, clear_nomination)
+            changes["nominated_node_name"] = ""
         self.record(pod, ev.WARNING, ev.FAILED_SCHEDULING, message, action="Scheduling")
         existing = pod.condition(CONDITION_POD_SCHEDULED)
         if existing is None or (existing.status, existing.reason, existing.message) != (
@@ -642,6 +648,10 @@ class Cluster:
         pod = self.pods_by_uid.get(pod_uid)
         if pod is None or not pod.status.nominated_node_name:
             return pod
+        self._record_nomination_cleared(pod, because)
+        return self._update_pod(pod, nominated_node_name="")
+
+    def _record_nomination_cleared(self, pod: Pod, because: str) -> None:
         self.record(
             pod,
             ev.NORMAL,
@@ -649,7 +659,6 @@ class Cluster:
             f"Nomination to node {pod.status.nominated_node_name} cleared: {because}",
             action="ClearingNomination",
         )
-        return self._update_pod(pod, nominated_node_name="")
 
     def preempt_victim(self, victim_uid: str, preemptor: Pod, node_name: str) -> Pod | None:
         """prepareCandidate for one victim: DisruptionTarget condition, a Preempted event naming the
