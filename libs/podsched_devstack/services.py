@@ -29,7 +29,7 @@ from podsched_service.config import (
 from podsched_service.healthcheck import check
 from podsched_service.tls import ClientTLS
 
-from .kafka import DevstackError, _free_ports
+from .kafka import DevstackError, _free_ports, _rss_bytes
 
 SERVICES = ("binder", "filter", "preemption", "queue")  # start order: writers before readers
 
@@ -193,28 +193,31 @@ class ServiceStack:
 
     def rss_bytes(self) -> dict[str, int]:
         """Resident memory of each service's process group (the preemption workers included)."""
-        out: dict[str, int] = {}
-        for name, process in self.processes.items():
-            out[name] = _group_rss(process.pid)
-        return out
+        return {
+            name: sum(_rss_bytes(pid) or 0 for pid in _group_pids(process.pid))
+            for name, process in self.processes.items()
+        }
 
     def cpu_seconds(self) -> dict[str, float]:
         """User + system CPU time so far of each service's process group (the preemption workers included)."""
-        return {name: _group_cpu_seconds(process.pid) for name, process in self.processes.items()}
+        return {
+            name: sum(process_cpu_seconds(pid) or 0.0 for pid in _group_pids(process.pid))
+            for name, process in self.processes.items()
+        }
 
 
-def _group_cpu_seconds(pgid: int) -> float:
-    total = 0.0
+def _group_pids(pgid: int) -> list[int]:
+    """The processes of a process group now (from /proc; empty without it)."""
+    pids = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if os.getpgid(int(entry.name)) != pgid:
-                continue
-            total += process_cpu_seconds(int(entry.name)) or 0.0
-        except (OSError, ProcessLookupError, ValueError):
+            if os.getpgid(int(entry.name)) == pgid:
+                pids.append(int(entry.name))
+        except OSError:  # gone meanwhile
             continue
-    return total
+    return pids
 
 
 def process_cpu_seconds(pid: int) -> float | None:
@@ -226,19 +229,3 @@ def process_cpu_seconds(pid: int) -> float | None:
     # The command name (field 2) may hold spaces and parentheses: split after its closing one.
     fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _group_rss(pgid: int) -> int:
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if os.getpgid(int(entry.name)) != pgid:
-                continue
-            for line in (entry / "status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        except (OSError, ProcessLookupError, ValueError):
-            continue
-    return total
