@@ -175,38 +175,22 @@ def event_record(event: ev.Event) -> tuple[bytes, bytes]:
 # --- Filter outcome <-> NodeToStatus -------------------------------------------------------------------
 
 
-_SHARED_STATUSES_AT_MOST = 64
-
-
 def status_groups(diagnosis: NodeToStatus) -> list[filter_pb2.NodeStatusGroup]:
     """Per-node statuses grouped by identical status, each group's nodes in visiting order."""
-    # Nodes failing for one reason usually share one Status object: group by object (cheap) and put
-    # each group's names into the message in one extend. Equal statuses held by different objects
-    # would interleave their nodes; then group node by node, which keeps the visiting order.
-    by_object: dict[int, tuple[Status, list[str]]] = {}
+    # Nodes failing for one reason usually share one Status object (the vectorized cycle interns
+    # them): each object's group is looked up once, and each group's names go into the message at once.
+    names_by_key: dict[tuple[int, tuple[str, ...], str], list[str]] = {}
+    names_by_object: dict[int, list[str]] = {}
     for node_name, status in diagnosis.statuses.items():
-        entry = by_object.get(id(status))
-        if entry is None:
-            if len(by_object) == _SHARED_STATUSES_AT_MOST:  # a status object per node: not worth it
-                break
-            entry = by_object[id(status)] = (status, [])
-        entry[1].append(node_name)
-    keys = [(int(status.code), tuple(status.reasons), status.plugin) for status, _ in by_object.values()]
-    if len(by_object) < _SHARED_STATUSES_AT_MOST and len(set(keys)) == len(keys):
-        return [
-            filter_pb2.NodeStatusGroup(code=code, reasons=reasons, plugin=plugin, node_names=names)
-            for (code, reasons, plugin), (_, names) in zip(keys, by_object.values(), strict=True)
-        ]
-    groups: dict[tuple[int, tuple[str, ...], str], filter_pb2.NodeStatusGroup] = {}
-    for node_name, status in diagnosis.statuses.items():
-        key = (int(status.code), tuple(status.reasons), status.plugin)
-        group = groups.get(key)
-        if group is None:
-            group = groups[key] = filter_pb2.NodeStatusGroup(
-                code=int(status.code), reasons=status.reasons, plugin=status.plugin
-            )
-        group.node_names.append(node_name)
-    return list(groups.values())
+        names = names_by_object.get(id(status))
+        if names is None:
+            key = (int(status.code), tuple(status.reasons), status.plugin)
+            names = names_by_object[id(status)] = names_by_key.setdefault(key, [])
+        names.append(node_name)
+    return [
+        filter_pb2.NodeStatusGroup(code=code, reasons=reasons, plugin=plugin, node_names=names)
+        for (code, reasons, plugin), names in names_by_key.items()
+    ]
 
 
 def node_to_status(groups: list[filter_pb2.NodeStatusGroup], absent: filter_pb2.NodeStatusGroup) -> NodeToStatus:

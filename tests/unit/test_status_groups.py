@@ -31,7 +31,7 @@ def test_equal_statuses_in_separate_objects_keep_the_visiting_order() -> None:
     for index, reason in enumerate(["Insufficient cpu", "Insufficient memory", "Insufficient cpu"]):
         diagnosis.statuses[f"n{index}"] = Status(Code.UNSCHEDULABLE, [reason], "NodeResourcesFit")
     assert [names for *_, names in wire(diagnosis)] == [["n0", "n2"], ["n1"]]
-    many = NodeToStatus()  # a status object per node, more than are worth grouping by object
+    many = NodeToStatus()  # a status object per node
     for index in range(200):
         many.statuses[f"n{index}"] = Status(Code.UNSCHEDULABLE, [f"reason {index % 3}"], "P")
     assert [names[:2] for *_, names in wire(many)] == [["n0", "n3"], ["n1", "n4"], ["n2", "n5"]]
