@@ -41,7 +41,7 @@ from podsched.api.types import (
     PodDisruptionBudget,
 )
 from podsched.config.scheduler_config import SchedulerConfig
-from podsched.fastpath.columns import I64, SAFE_LIMIT, Bool, NodeColumns, Obj, RowCache
+from podsched.fastpath.columns import I64, SAFE_LIMIT, Bool, NodeColumns, Obj, RowCache, all_safe, request_is_safe
 from podsched.fastpath.nominated import NominatedColumns, OutOfRange
 from podsched.fastpath.victims import (
     CANDIDATE,
@@ -226,8 +226,7 @@ def _pod_shape(pod: Pod, profile: _Profile) -> _PodShape | None:
     if pod_host_ports(pod):
         return None
     request = pod_requests(pod)
-    values = [request.milli_cpu, request.memory, request.ephemeral_storage, *request.scalar.values()]
-    if not all(0 <= v < SAFE_LIMIT for v in values):
+    if not request_is_safe(request):
         return None
     checks: list[ResourceCheck] = []
     for resource, value in (
@@ -486,7 +485,7 @@ class FastSchedulingAlgorithm:
                     continue
                 request = pod_requests(other)
                 amounts = [request.get(check.resource) for check in shape.checks]
-                if not all(0 <= a < SAFE_LIMIT for a in amounts):
+                if not all_safe(amounts):
                     raise _OutOfRange
                 load = loads.setdefault(row, [0] * (1 + len(amounts)))
                 load[0] += 1

@@ -24,13 +24,13 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from podsched.api.types import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, Node, Pod
+from podsched.api.types import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, Node, Pod, Resource
 from podsched.framework.node_info import NodeInfo, Snapshot
 from podsched.framework.resource import pod_requests
 
@@ -75,6 +75,16 @@ _INT_SLOT_COLUMNS = ("prio", "cpu", "mem", "eph")
 
 def _safe(value: int) -> bool:
     return 0 <= value < SAFE_LIMIT
+
+
+def all_safe(values: Iterable[int]) -> bool:
+    """Whether the vectorized arithmetic reproduces every one of `values` exactly."""
+    return all(0 <= value < SAFE_LIMIT for value in values)
+
+
+def request_is_safe(request: Resource) -> bool:
+    """Whether all of a pod's requests (cpu, memory, ephemeral storage, scalars) are in the exact range."""
+    return all_safe((request.milli_cpu, request.memory, request.ephemeral_storage, *request.scalar.values()))
 
 
 class ClusterChange(Protocol):
@@ -346,7 +356,7 @@ class NodeColumns:
             col["nz_cpu"][row],
             col["nz_mem"][row],
         ) = values
-        unsafe = not all(_safe(v) for v in values)
+        unsafe = not all_safe(values)
         # free_* are only ever compared with a request: their sign does not make a row unsafe.
         col["free_cpu"][row] = values[0] - values[4]
         col["free_mem"][row] = values[1] - values[5]

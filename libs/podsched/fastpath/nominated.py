@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from podsched.api.types import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, Pod, Resource
-from podsched.fastpath.columns import I64, SAFE_LIMIT, NodeColumns
+from podsched.api.types import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, Pod
+from podsched.fastpath.columns import I64, NodeColumns, all_safe, request_is_safe
 from podsched.fastpath.victims import ResourceCheck
 from podsched.framework.node_info import PodInfo
 from podsched.framework.resource import pod_requests
@@ -27,11 +27,6 @@ Load = tuple[I64, I64, list[I64]]
 
 class OutOfRange(Exception):
     """A counted nominated pod requests an amount the vectorized arithmetic cannot add exactly."""
-
-
-def _in_range(request: Resource) -> bool:
-    values = (request.milli_cpu, request.memory, request.ephemeral_storage, *request.scalar.values())
-    return all(0 <= value < SAFE_LIMIT for value in values)
 
 
 class NominatedColumns:
@@ -81,7 +76,7 @@ class NominatedColumns:
                 continue
             request = pod_requests(other)
             values = [request.get(check.resource) for check in checks]
-            if not all(0 <= value < SAFE_LIMIT for value in values):
+            if not all_safe(values):
                 raise OutOfRange
             count[row] += 1
             for amount, value in zip(amounts, values, strict=True):
@@ -117,7 +112,7 @@ class NominatedColumns:
             return
         pod = pod_info.pod
         request = pod_requests(pod)
-        if not _in_range(request):
+        if not request_is_safe(request):
             if sign > 0:
                 self._aside[pod.uid] = (pod_info, row)
             else:
