@@ -34,11 +34,9 @@ import itertools
 import json
 import math
 import os
-import re
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -51,7 +49,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from benchmarks.throughput import summarize, throughput_samples
 from podsched.api.manifests import decode_object
 from podsched_devstack.kafka import KafkaBroker, ensure_kafka_installed
-from podsched_devstack.services import ServiceStack, StackSettings, process_cpu_seconds
+from podsched_devstack.services import ServiceStack, StackSettings, process_cpu_seconds, scrape
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
 from podsched_queue.config import QueueConfig
@@ -421,18 +419,12 @@ def counter_snapshot(stack: ServiceStack) -> dict[str, float]:
         url = stack.metrics_url(service)
         if not url:
             continue
-        with urllib.request.urlopen(url, timeout=10) as response:
-            text = response.read().decode()
-        for line in text.splitlines():
-            if not line.startswith(metric):
-                continue
-            sample, _, value = line.rpartition(" ")
-            name, _, labels = sample.partition("{")
+        for (name, labels), sample in scrape(url).items():
             if name != metric:
                 continue
-            label = re.search(rf'{split_by}="([^"]*)"', labels) if split_by else None
-            key = f"{metric.removesuffix('_total')}[{label.group(1)}]" if label else metric.removesuffix("_total")
-            out[key] = out.get(key, 0.0) + float(value)
+            label = dict(labels).get(split_by) if split_by else None
+            key = metric.removesuffix("_total") + (f"[{label}]" if label is not None else "")
+            out[key] = out.get(key, 0.0) + sample
     return out
 
 

@@ -8,10 +8,12 @@ restart any of them: the crash-safety tests drive it."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -229,3 +231,29 @@ def process_cpu_seconds(pid: int) -> float | None:
     # The command name (field 2) may hold spaces and parentheses: split after its closing one.
     fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+# --- Prometheus metrics -----------------------------------------------------------------------------
+
+MetricSamples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)$")
+
+
+def scrape(url: str) -> MetricSamples:
+    """Prometheus text format -> {(name, labels): value}."""
+    with urllib.request.urlopen(url, timeout=5) as response:
+        text = response.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        match = _SAMPLE.match(line)
+        if not match:
+            continue
+        name, labels, value = match.groups()
+        pairs = frozenset(re.findall(r'(\w+)="([^"]*)"', labels or ""))
+        samples[(name, pairs)] = float(value)
+    return samples
+
+
+def value(samples: MetricSamples, name: str, **labels: str) -> float:
+    return samples.get((name, frozenset(labels.items())), 0.0)

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import re
 import time
-import urllib.request
 from collections.abc import Callable
 from typing import Any
 
@@ -65,28 +63,3 @@ def node_of(pod: dict[str, Any]) -> str:
 
 def nominated(pod: dict[str, Any]) -> str:
     return str(pod.get("status", {}).get("nominatedNodeName", ""))
-
-
-# --- Prometheus metrics ---------------------------------------------------------------------------
-
-
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)$")
-
-
-def scrape(url: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
-    """Prometheus text format -> {(name, labels): value}."""
-    with urllib.request.urlopen(url, timeout=5) as response:
-        text = response.read().decode()
-    samples = {}
-    for line in text.splitlines():
-        match = _SAMPLE.match(line)
-        if not match:
-            continue
-        name, labels, value = match.groups()
-        pairs = frozenset(re.findall(r'(\w+)="([^"]*)"', labels or ""))
-        samples[(name, pairs)] = float(value)
-    return samples
-
-
-def value(samples: dict[tuple[str, frozenset[tuple[str, str]]], float], name: str, **labels: str) -> float:
-    return samples.get((name, frozenset(labels.items())), 0.0)

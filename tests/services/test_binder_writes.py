@@ -7,9 +7,9 @@ import json
 
 import grpc
 
-from live_api import Api, scrape, value
+from live_api import Api
 from manifest_dicts import COMMON, node, pod
-from podsched_devstack.services import ServiceStack
+from podsched_devstack.services import ServiceStack, scrape, value
 from podsched_proto.api.v1 import api_pb2
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 

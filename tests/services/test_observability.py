@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-from live_api import Api, node_of, scrape, value
+from live_api import Api, node_of
 from podsched_devstack import jaeger as jaeger_api
 from podsched_devstack.jaeger import Jaeger
 from podsched_devstack.kafka import KafkaBroker
-from podsched_devstack.services import ServiceStack, StackSettings
+from podsched_devstack.services import ServiceStack, StackSettings, scrape, value
 from stacks import running
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "high-mid-low"
