@@ -36,14 +36,12 @@ def checkout(rev: str) -> Path:
         if not path.exists():
             WORKTREES.mkdir(parents=True, exist_ok=True)
             subprocess.run(["git", "worktree", "add", "--detach", str(path), sha], cwd=ROOT, check=True)
-        protos = sorted(str(p.relative_to(path)) for p in (path / "protos").rglob("*.proto"))
-        outputs = ["--python_out=libs", "--grpc_python_out=libs", "--pyi_out=libs"]
-        protoc = [sys.executable, "-m", "grpc_tools.protoc", "-I", "protos", *outputs, *protos]
-        subprocess.run(protoc, cwd=path, check=True)
-        generated = path / "libs" / "podsched_proto"
-        for directory in [generated, *(d for d in generated.rglob("*") if d.is_dir())]:
-            (directory / "__init__.py").touch()
-        (generated / ".generated").touch()
+        # The Makefile's own `protos` rule, with this virtualenv (-o: do not rebuild it from that
+        # checkout's pyproject.toml).
+        venv = Path(sys.prefix)
+        subprocess.run(
+            ["make", "-C", str(path), "protos", f"VENV={venv}", "-o", str(venv / ".installed")], check=True
+        )
     return path
 
 
