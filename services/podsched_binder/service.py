@@ -397,6 +397,7 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         # Write, the one each object of a WriteMany carries (each runs as its own task under gather,
         # so attaching here touches no other write's context).
         token = otel_context.attach(telemetry.context_from_carrier(write.trace_context) or otel_context.get_current())
+
         def apply(cluster: Cluster) -> tuple[str, bytes]:
             action, stored = cluster.apply(obj)
             return action, self.binder.json_of(stored)
@@ -418,12 +419,12 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
 
     async def Delete(self, request: binder_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> Any:
         grace = request.grace_period_seconds if request.HasField("grace_period_seconds") else None
-        deleted, (version, sequence) = await self._run(
-            context, lambda cluster: cluster.delete(request.kind, request.namespace, request.name, grace)
-        )
-        return binder_pb2.DeleteResponse(
-            object_json=to_json(deleted), resource_version=version, event_sequence=sequence
-        )
+
+        def delete(cluster: Cluster) -> bytes:
+            return self.binder.json_of(cluster.delete(request.kind, request.namespace, request.name, grace))
+
+        deleted_json, (version, sequence) = await self._run(context, delete)
+        return binder_pb2.DeleteResponse(object_json=deleted_json, resource_version=version, event_sequence=sequence)
 
     async def Bind(self, request: binder_pb2.BindRequest, context: grpc.aio.ServicerContext) -> Any:
         bindings = [(b.pod_uid, b.node_name, telemetry.context_from_carrier(b.trace_context)) for b in request.bindings]
