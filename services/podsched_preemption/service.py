@@ -7,24 +7,30 @@ written here: the queue service passes the decision to the binder."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import grpc
 from opentelemetry import trace
 from prometheus_client import Counter, Histogram
 
+from podsched.api.types import Pod
 from podsched.fastpath import build_fast_algorithm
 from podsched.framework.cycle_state import CycleState
-from podsched.framework.node_info import NodeInfo
+from podsched.framework.interface import NodeToStatus
+from podsched.framework.node_info import NodeInfo, Snapshot
 from podsched.framework.status import Code
 from podsched.plugins.registry import build_framework
 from podsched.preemption.evaluator import Evaluator, PreemptionOutcome
 from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims
+from podsched.queue.nominator import assumed_nominations
 from podsched.scheduler.fit_error import FitError
+from podsched_proto.filter.v1 import filter_pb2
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
 from podsched_service import telemetry
 from podsched_service.codec import node_to_status, reference
@@ -42,6 +48,12 @@ PREEMPTION_VICTIMS = Histogram(
     "Number of selected preemption victims",
     # kube-scheduler: "we think #victims>64 is pretty rare, therefore [64, +Inf) is considered a single bucket."
     buckets=[1, 2, 4, 8, 16, 32, 64],
+)
+
+RUN_PODS = Histogram(
+    "podsched_preemption_run_pods",
+    "Pods decided per PostFilterRun request: the pod that fit nowhere and the pods after it that fit nowhere too",
+    buckets=[1, 2, 4, 8, 16, 32, 64, 128],
 )
 
 STALE_FILTER_RESULTS = Counter(
@@ -90,21 +102,143 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         await self.copy.replica.stop()
 
     async def PostFilter(self, request: preemption_pb2.PostFilterRequest, context: grpc.aio.ServicerContext) -> Any:
-        replica = self.copy.replica
         await self.copy.catch_up(request.min_resource_version, context)
-        cluster = self.copy.cluster
+        pod = await self._lookup(request.pod, context)
         try:
-            pod = pod_to_place(cluster, request.pod)
+            # The batch's earlier nominations count here as they will in the log (and in the workers).
+            with self.copy.assumed_nominations(request.assumed_nominations):
+                return self._decide(pod, request)
+        except (TimeoutError, RuntimeError) as error:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"preemption dry run failed: {error}")
+
+    async def PostFilterRun(
+        self, request: preemption_pb2.PostFilterRunRequest, context: grpc.aio.ServicerContext
+    ) -> Any:
+        first = request.first
+        await self.copy.catch_up(first.min_resource_version, context)
+        if first.pod.pod_json:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT, "first.pod: a run is for stored pods (PostFilter answers dry runs)"
+            )
+        pod = await self._lookup(first.pod, context)
+        response = preemption_pb2.PostFilterRunResponse(resource_version=self.copy.replica.version)
+        try:
+            with contextlib.ExitStack() as assumed:
+                assumed.enter_context(self.copy.assumed_nominations(first.assumed_nominations))
+                decision = self._decide(pod, first)
+                response.decisions.add(decision=decision)
+                if not decision.stale_filter_result:
+                    assumed.enter_context(self._assume(pod, decision))
+                    self._continue_run(request.next, response, assumed)
+        except (TimeoutError, RuntimeError) as error:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"preemption dry run failed: {error}")
+        RUN_PODS.observe(len(response.decisions))
+        return response
+
+    async def _lookup(self, ref: filter_pb2.PodToPlace, context: grpc.aio.ServicerContext) -> Pod:
+        try:
+            return pod_to_place(self.copy.cluster, ref)
         except PodLookupError as error:
             await context.abort(error.code, str(error))
+            raise  # unreachable: abort raises
+
+    def _assume(self, pod: Pod, decision: preemption_pb2.PostFilterResponse) -> AbstractContextManager[None]:
+        """The nominator as the decision's RecordFailure will leave it (the queue assumes the same for
+        the cycles after it): the pod nominated and the nominations it displaces cleared, or, when
+        preemption found no candidate, its own nomination cleared."""
+        if decision.nominated_node_name:
+            changes = [(pod.uid, decision.nominated_node_name)]
+            changes += [(p.uid, "") for p in decision.nominations_to_clear]
+        else:
+            changes = [(pod.uid, "")] if decision.clear_own_nomination else []
+        return assumed_nominations(self.copy.nominator, self.copy.cluster.pods_by_uid, changes)
+
+    def _continue_run(
+        self,
+        refs: Sequence[filter_pb2.PodToPlace],
+        response: preemption_pb2.PostFilterRunResponse,
+        assumed: contextlib.ExitStack,
+    ) -> None:
+        """The cycles of the pods after the run's first, in order, each on this copy with every earlier
+        decision assumed, while each fits nowhere: the Filter outcome the next FindNodes would give
+        (a pod that fits nowhere visits every node, so the filter's round-robin start is unaffected),
+        then PostFilter. Stops before a pod that fits, is gone or bound, or needs the plain path."""
+        cluster = self.copy.cluster
+        snapshot = cluster.snapshot()
+        pdbs = cluster.pdb_list()
+        now = time.time()
+        for ref in refs:
+            pod = cluster.pods_by_uid.get(ref.uid)
+            if pod is None or pod.spec.node_name or ref.pod_json:
+                return
+            parent = telemetry.context_from_carrier(ref.trace_context)
+            with telemetry.tracer().start_as_current_span("preemption run cycle", context=parent) as span:
+                cycle = self.fast.schedule_vectorized(pod, snapshot, pdbs, self.copy.nominator, now)
+                if cycle is None or cycle.node_name or cycle.fit_error is None or cycle.preemption is None:
+                    span.set_attribute("podsched.run_ends_here", True)
+                    return
+                span.set_attribute("podsched.dry_run_path", "vectorized")
+                decision = self._response(pod, cycle.preemption, cycle.fit_error, response.resource_version, span)
+            fit_error = cycle.fit_error
+            response.decisions.add(
+                filter_result=filter_pb2.Placement(
+                    uid=pod.uid,
+                    evaluated_nodes=cycle.evaluated_nodes,
+                    feasible_nodes=cycle.feasible_nodes,
+                    rejector_plugins=sorted(cycle.rejector_plugins),
+                    num_all_nodes=fit_error.num_all_nodes,
+                    pre_filter_message=fit_error.pre_filter_msg,
+                ),
+                decision=decision,
+            )
+            assumed.enter_context(self._assume(pod, decision))
+
+    def _decide(self, pod: Pod, request: preemption_pb2.PostFilterRequest) -> preemption_pb2.PostFilterResponse:
+        """PostFilter for `pod` from the Filter outcome the request carries (the request's assumed
+        nominations in place), or a stale answer when this copy has since made room for the pod."""
+        cluster = self.copy.cluster
         filtered = request.filter_result
         diagnosis = node_to_status(list(filtered.node_statuses), filtered.absent_status)
         fit_error = FitError(filtered.num_all_nodes, diagnosis, filtered.pre_filter_message)
         snapshot = cluster.snapshot()
         now = time.time()
-        version = replica.version
+        version = self.copy.replica.version
+        span = trace.get_current_span()
+        outcome: PreemptionOutcome | None = None
+        if request.filter_resource_version and self.copy.room.may_fit_since(pod, request.filter_resource_version):
+            # This copy has a change the filter's answer predates that may let the pod fit: deciding
+            # on that diagnosis could evict a pod for nothing. Filter again here, on the same copy
+            # PostFilter then reads (one snapshot, as in kube-scheduler).
+            STALE_FILTER_RESULTS.inc()
+            span.set_attribute("podsched.dry_run_path", "filtered again")
+            cycle = self.fast.schedule(pod, snapshot, cluster.pdb_list(), self.copy.nominator, now)
+            if cycle.node_name or cycle.fit_error is None or cycle.preemption is None:
+                # It fits now (or the cycle ended in an error): the queue filters it again.
+                return preemption_pb2.PostFilterResponse(stale_filter_result=True, resource_version=version)
+            fit_error = FitError(cycle.fit_error.num_all_nodes, cycle.fit_error.node_to_status)
+            fit_error.pre_filter_msg = cycle.fit_error.pre_filter_msg
+            outcome = cycle.preemption
+        elif self.config.dry_run == "auto":
+            outcome = self.fast.post_filter(pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
+            span.set_attribute("podsched.dry_run_path", "vectorized" if outcome else "workers")
+        if outcome is None:
+            outcome = self._plain_preempt(pod, request, diagnosis, snapshot, now)
+        return self._response(pod, outcome, fit_error, version, span, dry_run=bool(request.pod.pod_json))
+
+    def _plain_preempt(
+        self,
+        pod: Pod,
+        request: preemption_pb2.PostFilterRequest,
+        diagnosis: NodeToStatus,
+        snapshot: Snapshot,
+        now: float,
+    ) -> PreemptionOutcome:
+        """Evaluator.preempt with the dry run over the worker pool (or in-process without workers)."""
+        cluster = self.copy.cluster
+        version = self.copy.replica.version
         pods_by_uid = cluster.pods_by_uid
         assumed = [(n.pod_uid, n.node_name) for n in request.assumed_nominations]
+        state = CycleState()
 
         def run_shards(shards: Sequence[Sequence[NodeInfo]], wanted: int) -> list[list[NodeVictims]]:
             if self.pool is None:
@@ -114,50 +248,28 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
                 shards, wanted, request.pod.uid, request.pod.pod_json, version, now, pods_by_uid, assumed
             )
 
-        workers = max(1, self.config.workers)
         evaluator = Evaluator(
             self.framework,
             self.scheduler_config.preemption_args,
             offset=lambda n: 0,  # deterministic: a dry run predicts exactly what the real apply does
-            executor=sharded_dry_run(run_shards, workers),
+            executor=sharded_dry_run(run_shards, max(1, self.config.workers)),
         )
-        state = CycleState()
-        outcome: PreemptionOutcome | None = None
-        span = trace.get_current_span()
-        try:
-            # The batch's earlier nominations count here as they will in the log (and in the workers).
-            with self.copy.assumed_nominations(request.assumed_nominations):
-                if request.filter_resource_version and self.copy.room.may_fit_since(
-                    pod, request.filter_resource_version
-                ):
-                    # This copy has a change the filter's answer predates that may let the pod fit:
-                    # deciding on that diagnosis could evict a pod for nothing. Filter again here,
-                    # on the same copy PostFilter then reads (one snapshot, as in kube-scheduler).
-                    STALE_FILTER_RESULTS.inc()
-                    span.set_attribute("podsched.dry_run_path", "filtered again")
-                    cycle = self.fast.schedule(pod, snapshot, cluster.pdb_list(), self.copy.nominator, now)
-                    if cycle.node_name or cycle.fit_error is None or cycle.preemption is None:
-                        # It fits now (or the cycle ended in an error): the queue filters it again.
-                        return preemption_pb2.PostFilterResponse(stale_filter_result=True, resource_version=version)
-                    fit_error = FitError(cycle.fit_error.num_all_nodes, cycle.fit_error.node_to_status)
-                    fit_error.pre_filter_msg = cycle.fit_error.pre_filter_msg
-                    outcome = cycle.preemption
-                elif self.config.dry_run == "auto":
-                    outcome = self.fast.post_filter(
-                        pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now
-                    )
-                    span.set_attribute("podsched.dry_run_path", "vectorized" if outcome else "workers")
-                if outcome is None:
-                    self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
-                    outcome = evaluator.preempt(
-                        state, pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now
-                    )
-        except (TimeoutError, RuntimeError) as error:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, f"preemption dry run failed: {error}")
-        assert outcome is not None
+        self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+        return evaluator.preempt(state, pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
+
+    def _response(
+        self,
+        pod: Pod,
+        outcome: PreemptionOutcome,
+        fit_error: FitError,
+        version: int,
+        span: trace.Span,
+        dry_run: bool = False,
+    ) -> preemption_pb2.PostFilterResponse:
+        """The PostFilter decision as the queue passes it to the binder; counted in kube-scheduler's
+        preemption metrics unless it answers an API dry run (not a scheduling attempt)."""
         if outcome.status.code == Code.ERROR or outcome.status.message:
             fit_error.post_filter_msg = "preemption: " + outcome.status.message
-        dry_run = bool(request.pod.pod_json)  # an API dry run: not a scheduling attempt, not counted
         if not dry_run:
             PREEMPTION_ATTEMPTS.inc()
         response = preemption_pb2.PostFilterResponse(
@@ -174,13 +286,12 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             response.clear_own_nomination = True
         if response.nominated_node_name and not dry_run:
             PREEMPTION_VICTIMS.observe(len(response.victims))
-        self._explain(pod, response, dry_run)
+        self._explain(pod, response, dry_run, span)
         return response
 
-    def _explain(self, pod: Any, response: preemption_pb2.PostFilterResponse, dry_run: bool) -> None:
-        """The decision on the PostFilter span and as one log line."""
+    def _explain(self, pod: Any, response: preemption_pb2.PostFilterResponse, dry_run: bool, span: trace.Span) -> None:
+        """The decision on the pod's span and as one log line."""
         victims = [f"{v.namespace}/{v.name}" for v in response.victims]
-        span = trace.get_current_span()
         if span.is_recording():
             span.set_attributes(telemetry.pod_attributes(pod))
             span.set_attributes(

@@ -67,6 +67,10 @@ RPC_TIMEOUT = 60.0
 WATCH_WRITER = ""  # Watch items are rebuilt from the replica, which does not keep the record's writer
 LEFTOVER_FLUSH_INTERVAL = 30.0  # upstream flushes unschedulable pods older than 5 minutes every 30 s
 PROFILE = "default-scheduler"
+# Pods after a preemptor that one PostFilterRun may decide. Shorter runs hand their failures to the
+# binder sooner (its commits overlap the next run's dry runs) and keep the preemption service's
+# event loop free for its log between runs.
+POST_FILTER_RUN_LIMIT = 32
 API_PATH = "/" + api_pb2.DESCRIPTOR.services_by_name["PodSched"].full_name + "/"  # + method: the gRPC path
 
 # kube-scheduler's own metric names, labels and buckets.
@@ -278,7 +282,8 @@ class QueueService:
         on their nodes, and stops at the first pod that fits nowhere: exactly what that many
         one-pod cycles decide. The placed pods are bound together (one binder transaction), then the
         pod that did not fit goes through PostFilter on a view that includes those binds, and the
-        pods after it are filtered next, with its nomination assumed."""
+        pods after it are filtered next, with its nomination assumed: by the preemption service, on
+        the copy PostFilter read, while they fit nowhere (a run of preemptors), else by FindNodes."""
         attempts: list[Attempt] = []
         for info in batch:
             pod = self.cluster.pods_by_uid.get(info.pod.uid)
@@ -308,7 +313,8 @@ class QueueService:
 
     async def _place(self, attempts: list[Attempt]) -> None:
         """The batch's cycles: FindNodes for the pods not yet tried, Bind for the placed prefix,
-        PostFilter for the pod that fit nowhere, then FindNodes again for the pods after it.
+        PostFilter for the pod that fit nowhere (in a PostFilterRun that also decides the pods after it
+        for as long as they fit nowhere too), then FindNodes again for the pods after those.
 
         A failed pod's RecordFailure (its nomination, evictions, FailedScheduling) is sent without
         waiting for Kafka: the later cycles of the batch get its nomination as an assumed one, as a
@@ -365,12 +371,12 @@ class QueueService:
             self._requeue([attempt, *untried])
             return []
         with trace.use_span(attempt.span, end_on_exit=False):
-            failure = await self._post_filter(attempt, placement, found.resource_version, assumed)
-        if failure is None:  # a stale diagnosis: filter it (and the pods after it) again
+            decided = await self._post_filter(attempt, placement, found.resource_version, assumed, untried)
+        if decided is None:  # a stale diagnosis: filter it (and the pods after it) again
             self._requeue([attempt, *untried])
             return []
-        failures.append(failure)
-        return untried
+        failures.extend(decided)
+        return untried[len(decided) - 1 :]
 
     def _requeue(self, attempts: list[Attempt]) -> None:
         for attempt in attempts:
@@ -420,31 +426,64 @@ class QueueService:
         placement: filter_pb2.Placement,
         filter_version: int,
         assumed: list[filter_pb2.Nomination],
-    ) -> PendingFailure | None:
-        """PostFilter for a pod that fit nowhere (the filter answered at `filter_version`), and the
-        failure's writes, sent. None if PostFilter found the Filter outcome stale. Adds the
-        decision's nominations to `assumed`."""
+        untried: list[Attempt],
+    ) -> list[PendingFailure] | None:
+        """PostFilter for a pod that fit nowhere (the filter answered at `filter_version`), then the
+        cycles of the pods after it while they fit nowhere too, in one PostFilterRun: upstream's
+        one-pod-at-a-time cycles, each seeing the nominations of the ones before, without a FindNodes
+        and a PostFilter round trip per preemptor. Returns the failures, sent, of the pod and of the
+        run's first len(result) - 1 pods of `untried`; None if PostFilter found the Filter outcome
+        stale. Adds the decisions' nominations to `assumed`."""
         pod, span = attempt.pod, attempt.span
         span.set_attribute("podsched.message", placement.message)
         rejectors = set(placement.rejector_plugins)
         if not self.scheduler_config.preemption_enabled:
-            return self._send_failure(attempt, placement.message, rejectors=rejectors)
-        decision = await self.preemption.PostFilter(
-            preemption_pb2.PostFilterRequest(
-                pod=filter_pb2.PodToPlace(uid=pod.uid),
-                filter_result=placement,
-                min_resource_version=self.view_version,
-                filter_resource_version=filter_version,
-                assumed_nominations=assumed,
+            return [self._send_failure(attempt, placement.message, rejectors=rejectors)]
+        run = untried[:POST_FILTER_RUN_LIMIT]
+        answer = await self.preemption.PostFilterRun(
+            preemption_pb2.PostFilterRunRequest(
+                first=preemption_pb2.PostFilterRequest(
+                    pod=filter_pb2.PodToPlace(uid=pod.uid),
+                    filter_result=placement,
+                    min_resource_version=self.view_version,
+                    filter_resource_version=filter_version,
+                    assumed_nominations=assumed,
+                ),
+                next=[filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=telemetry.carrier_of(a.span)) for a in run],
             ),
             timeout=RPC_TIMEOUT,
         )
-        if decision.stale_filter_result:
+        first = answer.decisions[0].decision
+        if first.stale_filter_result:
             # Room was made after the filter answered (PostFilter's copy is newer): not a failed
             # attempt; the pod is filtered again once the filter has that version.
             span.set_attribute("podsched.stale_filter_result", True)
-            self.saw(decision.resource_version, -1)
+            self.saw(answer.resource_version, -1)
             return None
+        failures = [self._record_decision(attempt, rejectors, first, assumed)]
+        for later, item in zip(run, answer.decisions[1:], strict=False):
+            filtered = item.filter_result
+            later.span.set_attributes(
+                {
+                    "podsched.feasible_nodes": filtered.feasible_nodes,
+                    "podsched.evaluated_nodes": filtered.evaluated_nodes,
+                    "podsched.preemption_run": True,
+                }
+            )
+            with trace.use_span(later.span, end_on_exit=False):
+                failures.append(self._record_decision(later, set(filtered.rejector_plugins), item.decision, assumed))
+        return failures
+
+    def _record_decision(
+        self,
+        attempt: Attempt,
+        rejectors: set[str],
+        decision: preemption_pb2.PostFilterResponse,
+        assumed: list[filter_pb2.Nomination],
+    ) -> PendingFailure:
+        """A PostFilter decision on the pod's span and in the decision log, its nominations added to
+        `assumed`, and its failure's writes (evictions, nominations, FailedScheduling) sent."""
+        pod, span = attempt.pod, attempt.span
         victims = [f"{v.namespace}/{v.name}" for v in decision.victims]
         span.set_attributes(
             {

@@ -394,9 +394,24 @@ class FastSchedulingAlgorithm:
         nominator: PodNominator | None,
         now: float,
     ) -> CycleResult:
+        result = self.schedule_vectorized(pod, snapshot, pdbs, nominator, now)
+        if result is None:
+            return self._delegate(pod, snapshot, pdbs, nominator, now)
+        return result
+
+    def schedule_vectorized(
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> CycleResult | None:
+        """`schedule` when the vectorized cycle applies to this pod on this cluster; None (and nothing
+        done) when only the plain path can decide it."""
         inputs = self._fast_inputs(pod, snapshot)
         if inputs is None:
-            return self._delegate(pod, snapshot, pdbs, nominator, now)
+            return None
         profile, shape, load = inputs
         self.fast_cycles += 1
         return self._schedule(pod, shape, profile, load, snapshot, pdbs, nominator, now)
