@@ -120,7 +120,7 @@ def test_one_trace_metrics_and_logs_tell_the_preemption_story(traced_stack: Serv
             "preemption",
             "grpc_server_handled_total",
             grpc_service="podsched.preemption.v1.Preemption",
-            grpc_method="PostFilter",
+            grpc_method="PostFilterRun",
             grpc_code="OK",
         )
         == unschedulable_attempts
@@ -208,7 +208,7 @@ def test_one_trace_metrics_and_logs_tell_the_preemption_story(traced_stack: Serv
 
     # gRPC hops follow the RPC conventions: a client span in the caller, the server span under it.
     for server in named("/podsched.filter.v1.Filter/FindNodes") + named(
-        "/podsched.preemption.v1.Preemption/PostFilter"
+        "/podsched.preemption.v1.Preemption/PostFilterRun"
     ):
         if tags(server)["span.kind"] != "server":
             continue
@@ -239,7 +239,7 @@ def test_one_trace_metrics_and_logs_tell_the_preemption_story(traced_stack: Serv
     assert 1 <= len(shards) <= 2
     for shard in shards:
         assert service_of[shard["spanID"]] == "podsched-preemption"
-        assert parent(shard)["operationName"] == "/podsched.preemption.v1.Preemption/PostFilter"
+        assert parent(shard)["operationName"] == "/podsched.preemption.v1.Preemption/PostFilterRun"
     (record,) = [s for s in named("record scheduling failure") if tags(s).get("podsched.nominated_node")]
     assert service_of[record["spanID"]] == "podsched-binder"
     terminations = named("terminate pod")
