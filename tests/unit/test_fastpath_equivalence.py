@@ -40,8 +40,10 @@ from podsched.api.types import NodeAffinity as NodeAffinitySpec
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
 from podsched.framework.cycle_state import CycleState
+from podsched.framework.interface import NodeToStatus
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
 from podsched.framework.resource import pod_requests
+from podsched.framework.status import Code, Status
 from podsched.plugins.registry import build_algorithm
 from podsched.preemption.evaluator import DefaultPreemptionArgs, PreemptionOutcome
 from podsched.queue.nominator import Nominator
@@ -560,6 +562,44 @@ def test_a_pod_with_pod_affinity_and_a_cluster_with_affinity_pods_go_to_the_plai
     snapshot.node_info_list[0].add_pod(PodInfo(make_pod("anti").pod_anti_affinity("zone", app="y").node("n0").obj()))
     fast.schedule(make_pod("b").req(cpu="100m").obj(), snapshot, [], nominator, NOW)
     assert (fast.fast_cycles, fast.delegated_cycles) == (0, 2)
+
+
+@pytest.mark.parametrize("with_candidates", [True, False])
+def test_a_stale_diagnosis_gives_the_plain_evaluators_answer_node_by_node(with_candidates: bool) -> None:
+    """PostFilter alone on a diagnosis that calls every node Unschedulable, where the preemptor in
+    fact fits on one node as it is (an older Filter outcome): that node is upstream's "expected at
+    least one victim" error, in one dry-run chunk with real candidates and with a node that has no
+    lower-priority pod; without the candidates, the error is the answer."""
+    pods = {
+        "n2": [("small", 0, "500m")],  # the preemptor fits beside it: no victim needed
+        "n3": [("high", 1000, "1500m")],  # nothing the preemptor may evict
+    }
+    if with_candidates:
+        pods.update({"n0": [("low-0", 0, "1500m")], "n1": [("low-1", 0, "1500m")]})
+    infos = []
+    for name, placed in pods.items():
+        info = NodeInfo(make_node(name).capacity(cpu="2", memory="4Gi").obj())
+        for i, (pod_name, priority, cpu) in enumerate(placed):
+            info.add_pod(PodInfo(make_pod(pod_name).priority(priority).req(cpu=cpu).node(name).start_time(i).obj()))
+        infos.append(info)
+    snapshot, nominator = Snapshot(infos), Nominator()
+    preemptor = make_pod("preemptor").priority(100).req(cpu="1").obj()
+    diagnosis = NodeToStatus()
+    for name in pods:
+        diagnosis.set(name, Status(Code.UNSCHEDULABLE, ["Insufficient cpu"], "NodeResourcesFit"))
+    plain = build_algorithm(SchedulerConfig(), nominator, offset=lambda n: 0)
+    fast = build_fast_algorithm(SchedulerConfig(), nominator, offset=lambda n: 0)
+    state = CycleState()
+    plain.framework.run_pre_filter_plugins(state, preemptor, snapshot.node_info_list)
+    assert plain.evaluator is not None
+    want = plain.evaluator.preempt(state, preemptor, diagnosis, snapshot, [], nominator, NOW)
+    got = fast.post_filter(preemptor, diagnosis, snapshot, [], nominator, NOW)
+    assert got is not None and preemption_outcome(got) == preemption_outcome(want)
+    if with_candidates:
+        assert sorted(c.node_name for c in want.candidates) == ["n0", "n1"]
+    else:
+        assert want.status.code == Code.ERROR
+        assert 'expected at least one victim pod on node "n2"' in " ".join(want.status.reasons)
 
 
 # --- whole simulations ----------------------------------------------------------------------------

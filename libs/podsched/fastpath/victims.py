@@ -156,6 +156,67 @@ def select_victims(
     for c, fail in zip(checks, fit_fails[1:], strict=True):
         unresolvable |= fail & (c.value > columns.allocatable(c.resource)[rows])
 
+    kind = np.where(num_potential == 0, NO_VICTIMS, np.where(fits_all, CANDIDATE, FILTERED)).astype(np.int64)
+    # Only the nodes that can fit the preemptor once every lower-priority pod is gone go on to the
+    # reprieve search; when most nodes are taken (by nominated preemptors, late in a burst), that is
+    # a small share of the chunk.
+    live = np.flatnonzero(kind == CANDIDATE)
+    violations = np.zeros(nodes, np.int64)
+    victim_count = np.zeros(nodes, np.int64)
+    top_priority = np.full(nodes, _MIN_INT64, np.int64)
+    priority_sum = np.zeros(nodes, np.int64)
+    earliest_top_start = np.full(nodes, np.inf)
+    victims: Obj = np.empty((nodes, width), object)
+    if live.size:
+        reprieved = _reprieve(
+            columns,
+            rows[live],
+            width,
+            slot_index[live],
+            potential[live],
+            prio[live],
+            [r[live] for r in slot_requests],
+            free_pods[live],
+            [f[live] for f in free],
+            checks,
+            pdbs,
+            now,
+        )
+        violations[live], victim_count[live], top_priority[live], priority_sum[live] = reprieved[:4]
+        earliest_top_start[live], victims[live] = reprieved[4:]
+        # Fits with every pod reprieved: upstream's "expected at least one victim" error.
+        kind[live[victim_count[live] == 0]] = NO_VICTIM_ERROR
+    return ChunkOutcome(
+        rows,
+        kind,
+        fit_fails,
+        unresolvable,
+        violations,
+        victim_count,
+        top_priority,
+        priority_sum,
+        earliest_top_start,
+        victims,
+    )
+
+
+def _reprieve(
+    columns: NodeColumns,
+    rows: I64,
+    width: int,
+    slot_index: I64,
+    potential: Bool,
+    prio: I64,
+    slot_requests: list[I64],
+    free_pods: I64,
+    free: list[I64],
+    checks: Sequence[ResourceCheck],
+    pdbs: Sequence[PodDisruptionBudget],
+    now: float,
+) -> tuple[I64, I64, I64, I64, F64, Obj]:
+    """Steps 2-4 for nodes where the preemptor fits with every lower-priority pod removed (`free`:
+    the room then): (PDB violations, victim count, top victim priority, priority sum, earliest start
+    of the top-priority victims, pods with the victims first in their final order), per node."""
     # 2. Most important first (potential victims ahead of everything else), then PDB violations.
     start = columns.slot["start"][rows, :width]
     start = np.where(np.isnan(start), now, start)
@@ -165,7 +226,7 @@ def select_victims(
         return np.take_along_axis(values, order, axis=1)
 
     potential_s = by_importance(potential)
-    violating_s = np.zeros((nodes, width), np.bool_)
+    violating_s = np.zeros(potential.shape, np.bool_)
     for matches, allowed in _pdb_rules(columns, rows, width, pdbs):
         counted = by_importance(matches) & potential_s
         violating_s |= counted & (np.cumsum(counted, axis=1) > allowed)
@@ -183,10 +244,10 @@ def select_victims(
     prio_r = in_reprieve_order(prio)
     start_r = in_reprieve_order(start)
     requests_r = [in_reprieve_order(r) for r in slot_requests]
-    victim = np.zeros((nodes, width), np.bool_)
+    victim = np.zeros(potential.shape, np.bool_)
     room_pods = free_pods
     room = free
-    for j in range(int(num_potential.max()) if nodes else 0):
+    for j in range(int(potential.sum(axis=1).max())):
         trying = potential_r[:, j]
         room_pods_with = room_pods - 1
         fits = room_pods_with >= 1
@@ -211,20 +272,4 @@ def select_victims(
     priority_sum = np.where(victim, prio_r + INT32_OFFSET, 0).sum(axis=1)
     top = victim & (prio_r == top_priority[:, None])
     earliest_top_start = np.where(top, start_r, np.inf).min(axis=1)
-    kind = np.where(
-        num_potential == 0,
-        NO_VICTIMS,
-        np.where(~fits_all, FILTERED, np.where(victim_count > 0, CANDIDATE, NO_VICTIM_ERROR)),
-    ).astype(np.int64)
-    return ChunkOutcome(
-        rows,
-        kind,
-        fit_fails,
-        unresolvable,
-        violations,
-        victim_count,
-        top_priority,
-        priority_sum,
-        earliest_top_start,
-        victims,
-    )
+    return violations, victim_count, top_priority, priority_sum, earliest_top_start, victims
