@@ -272,10 +272,39 @@ def preempt(runs: int, paths: tuple[str, ...]) -> Iterator[Measurement]:
         yield Measurement("preempt_5000n_20000p", path, NODES, running, samples, cold, {})
 
 
+BURST_NODES = 1000
+BURST_NOMINATED = 900
+
+
+def preempt_late_in_a_burst(runs: int, paths: tuple[str, ...]) -> Iterator[Measurement]:
+    """PreemptionBasic/1000Nodes late in its burst of preemptors: every node full with 4 low-priority
+    pods, 900 of the nodes already nominated to an earlier preemptor whose victims are not gone yet.
+    A new preemptor's cycle fits nowhere and its dry run must walk past the nominated nodes (which
+    the nominated load fills) to find candidates among the last 100."""
+    infos, running = cluster(BURST_NODES, full_of_low_priority_pods)
+    snapshot = Snapshot(infos)
+    nominator = Nominator()
+    for i in range(BURST_NOMINATED):
+        nominator.add(PodInfo(pod_high_priority(f"nominated-{i}")), f"node-{i}")
+    draws = random.Random(11)
+    for path in paths:
+        algorithm = build(path, nominator, lambda n: draws.randrange(n))
+        cold, _ = cycle(algorithm, pod_high_priority("cold"), snapshot, nominator, no_bind)
+        samples = []
+        for run in range(runs_for(path, runs)):
+            elapsed, result = cycle(algorithm, pod_high_priority(f"preemptor-{run}"), snapshot, nominator, no_bind)
+            assert result.post_filter is not None and len(result.post_filter.victims) == 3, result.message
+            assert int(result.post_filter.nominated_node_name.split("-")[1]) >= BURST_NOMINATED
+            samples.append(elapsed)
+        progress(f"preempt_1000n_late_burst {path}: {len(samples)} runs")
+        yield Measurement("preempt_1000n_late_burst", path, BURST_NODES, running, samples, cold, {})
+
+
 CASES: dict[str, Callable[[int, tuple[str, ...]], Iterator[Measurement]]] = {
     "filter_score_5000n": filter_score,
     "filter_score_5000n_seq": filter_score_sequence,
     "preempt_5000n_20000p": preempt,
+    "preempt_1000n_late_burst": preempt_late_in_a_burst,
 }
 
 
