@@ -162,7 +162,10 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         """The cycles of the pods after the run's first, in order, each on this copy with every earlier
         decision assumed, while each fits nowhere: the Filter outcome the next FindNodes would give
         (a pod that fits nowhere visits every node, so the filter's round-robin start is unaffected),
-        then PostFilter. Stops before a pod that fits, is gone or bound, or needs the plain path."""
+        then PostFilter. Stops before a pod that fits, is gone or bound, or needs the plain path;
+        with PODSCHED_DRY_RUN=workers (every dry run on the worker pool) a run is its first pod only."""
+        if self.config.dry_run != "auto":
+            return
         cluster = self.copy.cluster
         snapshot = cluster.snapshot()
         pdbs = cluster.pdb_list()

@@ -9,17 +9,21 @@ so nothing schedules them: both protocols are asked, over real gRPC, about the s
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import grpc
 import yaml
+from conftest import new_settings
 
 from live_api import Api, node_of, nominated
 from manifest_dicts import COMMON, node, pdb, pod
+from podsched_devstack.kafka import KafkaBroker
 from podsched_devstack.services import ServiceStack, scrape, value
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
+from stacks import running
 
 # Five full 4-CPU nodes of 900m low-priority pods (one guarded by a PDB), and an 8-CPU node of four
 # 2-CPU mid-priority pods, which only a high-priority pod may preempt.
@@ -215,3 +219,43 @@ def test_a_batch_of_preemptors_goes_through_runs_and_binds_where_the_runs_nomina
     decided = value(samples, "podsched_preemption_run_pods_sum")
     assert runs >= 1 and decided > runs, f"{decided} pods in {runs} runs: no run decided more than one pod"
     api.close()
+
+
+def test_with_every_dry_run_on_the_worker_pool_a_run_is_its_first_pod_only(kafka: KafkaBroker, tmp_path: Path) -> None:
+    """PODSCHED_DRY_RUN=workers sends every dry run to the worker pool: the run does not go on to
+    the later pods in-process (the queue filters them with FindNodes, as before runs)."""
+    started = running(new_settings(kafka, tmp_path / "services", workers=1, extra_env={"PODSCHED_DRY_RUN": "workers"}))
+    stack = next(started)
+    api = Api(stack.server)
+    try:
+        cluster(api)
+        uids, version = write_without_scheduling(stack, api)
+        names = [p["metadata"]["name"] for p in RUN]
+        with (
+            grpc.insecure_channel(stack.settings.addresses["filter"]) as filter_channel,
+            grpc.insecure_channel(stack.settings.addresses["preemption"]) as preemption_channel,
+        ):
+            found = filter_pb2_grpc.FilterStub(filter_channel).FindNodes(
+                filter_pb2.FindNodesRequest(
+                    pods=[filter_pb2.PodToPlace(uid=uids[n]) for n in names], min_resource_version=version, dry_run=True
+                ),
+                timeout=30,
+            )
+            run = preemption_pb2_grpc.PreemptionStub(preemption_channel).PostFilterRun(
+                preemption_pb2.PostFilterRunRequest(
+                    first=preemption_pb2.PostFilterRequest(
+                        pod=filter_pb2.PodToPlace(uid=uids[names[0]]),
+                        filter_result=found.placements[0],
+                        min_resource_version=version,
+                        filter_resource_version=found.resource_version,
+                    ),
+                    next=[filter_pb2.PodToPlace(uid=uids[n]) for n in names[1:]],
+                ),
+                timeout=30,
+            )
+        assert len(run.decisions) == 1
+        decision = run.decisions[0].decision
+        assert decision.nominated_node_name and len(decision.victims) >= 1
+    finally:
+        api.close()
+        started.close()
