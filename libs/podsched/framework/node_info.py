@@ -255,6 +255,12 @@ class Snapshot:
     def get(self, name: str) -> NodeInfo | None:
         return self.node_info_map.get(name)
 
+    def pods_changed(self) -> None:
+        """A pod was added to or removed from one of these NodeInfos in place (an assumed bind): the
+        lists of nodes with affinity pods are computed again when next asked for."""
+        self._with_affinity = None
+        self._with_required_anti_affinity = None
+
     def have_pods_with_affinity(self) -> list[NodeInfo]:
         if self._with_affinity is None:
             self._with_affinity = [n for n in self.node_info_list if n.pods_with_affinity]
