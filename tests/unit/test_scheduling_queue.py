@@ -5,6 +5,8 @@ the nominator."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from builders import HIGH_PRIORITY, LOW_PRIORITY, MID_PRIORITY, make_pod
 from podsched.framework.node_info import PodInfo
@@ -188,3 +190,36 @@ def test_unpop_returns_an_untried_pod_to_its_place_without_counting_an_attempt()
     assert queue.location(second.pod.uid) == sq.ACTIVE
     again = queue.pop()
     assert again is not None and again.pod.name == "b" and again.attempts == 1
+
+
+operations = st.lists(
+    st.tuples(st.sampled_from(["begin", "record", "record_for", "end"]), st.integers(0, 5)), max_size=200
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(operations, st.sampled_from([2, 3, 4096]))
+def test_in_flight_events_give_each_pod_exactly_the_events_since_it_was_popped(
+    ops: list[tuple[str, int]], trim_at: int
+) -> None:
+    """The shared log against one list per in-flight pod (what it replaced), trimming included."""
+    events = sq.InFlightEvents()
+    events.TRIM_AT = trim_at
+    model: dict[str, list[str]] = {}
+    for step, (op, n) in enumerate(ops):
+        uid = f"pod-{n}"
+        if op == "begin":
+            events.begin(uid)
+            model[uid] = []
+        elif op == "record":
+            events.record(f"event-{step}")
+            for missed in model.values():
+                missed.append(f"event-{step}")
+        elif op == "record_for":
+            events.record_for(uid, f"own-{step}")
+            if uid in model:
+                model[uid].append(f"own-{step}")
+        else:
+            assert sorted(events.end(uid)) == sorted(model.pop(uid, []))
+    for uid in list(model):
+        assert sorted(events.end(uid)) == sorted(model.pop(uid))

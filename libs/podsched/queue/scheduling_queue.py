@@ -82,6 +82,47 @@ UNSCHEDULABLE = "unschedulablePods"
 IN_FLIGHT = "inFlight"
 
 
+class InFlightEvents:
+    """The cluster events each in-flight pod has missed, as upstream's inFlightEvents: one shared log
+    and each pod's position in it, so recording an event costs one append however many pods are in
+    flight (a batch keeps up to its size in flight, and every change is an event)."""
+
+    TRIM_AT = 4096  # log entries before the ones no in-flight pod needs are dropped
+
+    def __init__(self) -> None:
+        self._log: list[str] = []
+        self._base = 0  # the absolute position of _log[0]
+        self._start: dict[str, int] = {}  # uid -> absolute position of its first missed event
+        self._own: dict[str, list[str]] = {}  # events for one pod only (a forced activation)
+
+    def begin(self, uid: str) -> None:
+        self._start[uid] = self._base + len(self._log)
+        self._own.pop(uid, None)
+
+    def record(self, event: str) -> None:
+        if self._start:
+            self._log.append(event)
+
+    def record_for(self, uid: str, event: str) -> None:
+        if uid in self._start:
+            self._own.setdefault(uid, []).append(event)
+
+    def end(self, uid: str) -> list[str]:
+        """The events the pod missed since `begin` (empty if it was not in flight); it no longer is."""
+        start = self._start.pop(uid, None)
+        if start is None:
+            return []
+        events = self._log[start - self._base :] + self._own.pop(uid, [])
+        if not self._start:
+            self._base += len(self._log)
+            self._log.clear()
+        elif len(self._log) >= self.TRIM_AT:
+            oldest = min(self._start.values())
+            del self._log[: oldest - self._base]
+            self._base = oldest
+        return events
+
+
 class SchedulingQueue:
     def __init__(
         self,
@@ -109,7 +150,7 @@ class SchedulingQueue:
         self._first_seen: dict[str, int] = {}
         self._entry_seq: dict[str, int] = {}  # uid -> seq of its live heap entry (lazy deletion)
         self._infos: dict[str, QueuedPodInfo] = {}
-        self._in_flight_events: dict[str, list[str]] = {}
+        self._in_flight = InFlightEvents()
 
     # --- bookkeeping --------------------------------------------------------------------------
 
@@ -202,7 +243,7 @@ class SchedulingQueue:
         self._infos.pop(pod.uid, None)
         self._forget(pod.uid)
         self._entry_seq.pop(pod.uid, None)
-        self._in_flight_events.pop(pod.uid, None)
+        self._in_flight.end(pod.uid)
         self.nominator.remove(pod)
 
     def contains(self, uid: str) -> bool:
@@ -258,7 +299,7 @@ class SchedulingQueue:
         info.attempts += 1
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = self.clock()
-        self._in_flight_events[uid] = []
+        self._in_flight.begin(uid)
         return info
 
     def unpop(self, info: QueuedPodInfo) -> None:
@@ -267,7 +308,7 @@ class SchedulingQueue:
         uid = info.pod.uid
         if self._where.get(uid) != IN_FLIGHT:
             return
-        self._in_flight_events.pop(uid, None)
+        self._in_flight.end(uid)
         info.attempts -= 1
         if info.attempts == 0:
             info.initial_attempt_timestamp = None
@@ -275,7 +316,7 @@ class SchedulingQueue:
 
     def done(self, uid: str) -> None:
         """The pod left the scheduling cycle bound (or deleted): forget it."""
-        self._in_flight_events.pop(uid, None)
+        self._in_flight.end(uid)
         if self._where.get(uid) == IN_FLIGHT:
             self._infos.pop(uid, None)
             self._forget(uid)
@@ -294,7 +335,7 @@ class SchedulingQueue:
         now = self.clock()
         info.timestamp = now
         info.last_failure_message = message
-        events = self._in_flight_events.pop(uid, [])
+        events = self._in_flight.end(uid)
         if error or not rejector_plugins:
             info.consecutive_errors += 1 if error else 0
             self._push_backoff(info)
@@ -313,8 +354,7 @@ class SchedulingQueue:
     def on_event(self, event: str) -> int:
         """A cluster event: record it for pods in flight, and move the unschedulable pods whose
         rejector plugins care about it. Returns how many pods moved."""
-        for events in self._in_flight_events.values():
-            events.append(event)
+        self._in_flight.record(event)
         moved = 0
         for uid in self._unschedulable_in_order():
             info = self._infos[uid]
@@ -340,7 +380,7 @@ class SchedulingQueue:
         if where in (UNSCHEDULABLE, BACKOFF):
             self._push_active(self._infos[uid])
         elif where == IN_FLIGHT:
-            self._in_flight_events.setdefault(uid, []).append(FORCE_ACTIVATE)
+            self._in_flight.record_for(uid, FORCE_ACTIVATE)
 
     # --- introspection ------------------------------------------------------------------------
 
