@@ -17,8 +17,9 @@ over services), rss_mb_by_service, duration_s, samples; cpu_ms_per_pod (CPU each
 Kafka broker and this harness used during the measured phase, per measured pod) and cpu_busy (that
 CPU over the phase's wall time and the machine's cores); calibration_us (how fast the machine was
 just before: one pod record's decode, best of three timings); per_pod (scheduling attempts by result, the
-binder's Kafka transactions and records, per measured pod, from the services' metrics); and a PNG of
-throughput over time per workload in --plot-dir.
+binder's Kafka transactions and records, per measured pod, from the services' metrics); call_ms
+(the queue's mean wait per call to each service, by method); and a PNG of throughput over time per
+workload in --plot-dir.
 
 Templates (reference/performance-anchors.md §1.2): node 4 CPU / 32Gi / 110 pods; pod-default
 100m/500Mi; pod-low-priority 900m/500Mi, grace 0; pod-high-priority priority 10, 3 CPU/500Mi;
@@ -386,7 +387,14 @@ async def run_workload(
             },
             # How much work the measured pods made, per measured pod: scheduling attempts by result,
             # the binder's Kafka transactions and records (churn and evictions included).
-            "per_pod": {name: round(value / workload.measured_pods, 3) for name, value in sorted(counted.items())},
+            "per_pod": {
+                name: round(value / workload.measured_pods, 3)
+                for name, value in sorted(counted.items())
+                if not name.startswith("grpc_client")
+            },
+            # How long one call of the queue to each service took on average (its scheduling loop
+            # waits for FindNodes, PostFilterRun and Bind; Write/WriteMany serve the API).
+            "call_ms": call_ms(counted),
             "cpu_busy": round(sum(cpu_after[n] - cpu_before[n] for n in cpu_after) / duration / CORES, 2),
             "calibration_us": round(calibration_us, 1),
             "samples": summary.samples,
@@ -409,6 +417,9 @@ COUNTERS = (
     ("queue", "scheduler_schedule_attempts_total", "result"),
     ("binder", "podsched_kafka_transactions_total", ""),
     ("binder", "podsched_kafka_records_produced_total", ""),
+    # How long the queue's scheduling loop waited on each downstream call, in seconds per measured pod.
+    ("queue", "grpc_client_handling_seconds_sum", "grpc_method"),
+    ("queue", "grpc_client_handled_total", "grpc_method"),
 )
 
 
@@ -427,6 +438,18 @@ def counter_snapshot(stack: ServiceStack) -> dict[str, float]:
             out[key] = out.get(key, 0.0) + sample
     return out
 
+
+
+def call_ms(counted: dict[str, float]) -> dict[str, float]:
+    """Mean milliseconds per queue -> service call over the measured phase, by method."""
+    out = {}
+    for key, seconds in sorted(counted.items()):
+        if key.startswith("grpc_client_handling_seconds_sum["):
+            method = key[key.index("[") :]
+            calls = counted.get("grpc_client_handled" + method, 0.0)
+            if calls:
+                out[method.strip("[]")] = round(seconds * 1000 / calls, 2)
+    return out
 
 
 def calibrate(rounds: int = 3, repeat: int = 2000) -> float:
