@@ -63,6 +63,12 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
         snapshot = cluster.snapshot()
         pdbs = cluster.pdb_list()
         try:
+            for bind in request.assumed_binds:  # the caller's earlier placements, binds under way
+                pod = cluster.pods_by_uid.get(bind.pod_uid)
+                if pod is not None and not pod.spec.node_name and bind.node_name in cluster.node_infos:
+                    cluster.restore(MODIFIED, replace(pod, spec=replace(pod.spec, node_name=bind.node_name)))
+                    snapshot.pods_changed()
+                    assumed.append(pod)
             for ref in request.pods:
                 try:
                     pod = pod_to_place(cluster, ref)

@@ -104,6 +104,7 @@ class Attempt:
     span: Span
     began: float
     finished: bool = False
+    binding: bool = False  # its Bind is in flight past the end of its batch
 
     @staticmethod
     def start(info: sq.QueuedPodInfo, pod: Pod, pod_trace: otel_context.Context | None) -> Attempt:
@@ -153,6 +154,15 @@ class PendingFailure:
     error: bool
 
 
+@dataclass
+class PendingBind:
+    """Placed pods whose Bind is on its way to the binder: the next FindNodes assumes them on their
+    nodes, as kube-scheduler's cache assumes a pod while its binding goes on."""
+
+    placed: list[tuple[Attempt, filter_pb2.Placement]]
+    call: asyncio.Future[Any]
+
+
 class QueueService:
     def __init__(self, config: QueueConfig) -> None:
         self.config = config
@@ -180,6 +190,9 @@ class QueueService:
         self.preemption = preemption_pb2_grpc.PreemptionStub(self.channels[1])
         self.binder = binder_pb2_grpc.BinderStub(self.channels[2])
         self.writes = BinderWrites(self.binder, RPC_TIMEOUT)
+        # At most one Bind in flight: the next FindNodes (in this batch or the next) runs while it
+        # commits, with its pods assumed, instead of waiting for the commit and the log.
+        self._bind_in_flight: PendingBind | None = None
         self._loop_task: asyncio.Task[None] | None = None
         self.watchers: list[asyncio.Queue[api_pb2.WatchEvent | None]] = []
         self.cluster.listeners.append(self._publish_change)
@@ -248,6 +261,9 @@ class QueueService:
                 self.queue.flush_unschedulable_leftover()
                 last_flush = now
             batch = self._pop_batch()
+            if not batch and self._bind_in_flight is not None:
+                await self._drain_bind()  # nothing to overlap it with: finish it before waiting
+                continue
             if not batch:
                 self._wake.clear()
                 timeout = LEFTOVER_FLUSH_INTERVAL
@@ -267,6 +283,18 @@ class QueueService:
                     if self.queue.location(info.pod.uid) == sq.IN_FLIGHT:  # not resolved before the error
                         self.queue.add_unschedulable_if_not_present(info, set(), error=True, message=str(error))
                 await asyncio.sleep(0.2)
+
+    async def _drain_bind(self) -> None:
+        failures: list[PendingFailure] = []
+        try:
+            await self._finish_bind(failures)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the binder is down or restarting: _finish_bind requeued the pods
+            log.warning("binding failed: %s", error)
+            await asyncio.sleep(0.2)
+        finally:
+            await self._settle(failures)
 
     def _pop_batch(self) -> list[sq.QueuedPodInfo]:
         """Up to batch_size pods, popped in queue order."""
@@ -309,7 +337,8 @@ class QueueService:
                 await self._place(attempts)
         finally:
             for attempt in attempts:
-                attempt.finish("error")  # only those an exception interrupted are still open
+                if not attempt.binding:
+                    attempt.finish("error")  # only those an exception interrupted are still open
 
     async def _place(self, attempts: list[Attempt]) -> None:
         """The batch's cycles: FindNodes for the pods not yet tried, Bind for the placed prefix,
@@ -342,6 +371,7 @@ class QueueService:
                 ],
                 min_resource_version=self.view_version,
                 assumed_nominations=assumed,
+                assumed_binds=self._assumed_binds(),
             ),
             timeout=RPC_TIMEOUT,
         )
@@ -354,7 +384,9 @@ class QueueService:
                 }
             )
         placed = [(a, p) for a, p in zip(attempts, placements, strict=False) if p.node_name]
-        all_bound = await self._bind(placed, failures) if placed else True
+        all_bound = await self._finish_bind(failures)
+        if placed:
+            self._start_bind(placed)
         unplaced = [(a, p) for a, p in zip(attempts, placements, strict=False) if not p.node_name]
         untried = attempts[len(placements) :]  # after the pod that fit nowhere: not attempted yet
         for attempt, placement in unplaced:
@@ -364,6 +396,8 @@ class QueueService:
         if not fit_nowhere:
             return untried
         attempt, placement = fit_nowhere[0]
+        # PostFilter reads a view with every earlier placement bound, not assumed.
+        all_bound = await self._finish_bind(failures) and all_bound
         if not all_bound:
             # That pod was filtered with every earlier pod assumed in place, and one of those binds
             # was refused: its diagnosis is of a cluster that does not exist. It and the pods after
@@ -383,22 +417,45 @@ class QueueService:
             self.queue.unpop(attempt.info)
             attempt.finish("requeued")
 
-    async def _bind(self, placed: list[tuple[Attempt, filter_pb2.Placement]], failures: list[PendingFailure]) -> bool:
-        """Bind the placed pods in one request; True if every bind was accepted."""
-        bound = await self.binder.Bind(
-            binder_pb2.BindRequest(
-                bindings=[
-                    binder_pb2.Binding(
-                        pod_uid=a.pod.uid, node_name=p.node_name, trace_context=telemetry.carrier_of(a.span)
-                    )
-                    for a, p in placed
-                ]
-            ),
-            timeout=RPC_TIMEOUT,
+    def _assumed_binds(self) -> list[filter_pb2.AssumedBind]:
+        pending = self._bind_in_flight
+        if pending is None:
+            return []
+        return [filter_pb2.AssumedBind(pod_uid=a.pod.uid, node_name=p.node_name) for a, p in pending.placed]
+
+    def _start_bind(self, placed: list[tuple[Attempt, filter_pb2.Placement]]) -> None:
+        """Send the Bind of the placed pods (one request, one binder transaction); `_finish_bind`
+        takes its answer."""
+        request = binder_pb2.BindRequest(
+            bindings=[
+                binder_pb2.Binding(pod_uid=a.pod.uid, node_name=p.node_name, trace_context=telemetry.carrier_of(a.span))
+                for a, p in placed
+            ]
         )
+        for attempt, _ in placed:
+            attempt.binding = True
+        call = asyncio.ensure_future(self.binder.Bind(request, timeout=RPC_TIMEOUT))
+        self._bind_in_flight = PendingBind(placed, call)
+
+    async def _finish_bind(self, failures: list[PendingFailure]) -> bool:
+        """Wait for the Bind in flight, if any; True if every bind in it was accepted. A refused bind
+        is a failed attempt (added to `failures`). If the call fails, its pods go back to the queue
+        with backoff and the error is raised."""
+        pending, self._bind_in_flight = self._bind_in_flight, None
+        if pending is None:
+            return True
+        try:
+            bound = await pending.call
+        except Exception as error:
+            for attempt, _ in pending.placed:
+                fresh = self.queue.info(attempt.pod.uid)
+                if fresh is not None and self.queue.location(attempt.pod.uid) == sq.IN_FLIGHT:
+                    self.queue.add_unschedulable_if_not_present(fresh, set(), error=True, message=str(error))
+                attempt.finish("error")
+            raise
         self.saw(bound.resource_version, bound.event_sequence)
         all_bound = True
-        for (attempt, placement), result in zip(placed, bound.results, strict=True):
+        for (attempt, placement), result in zip(pending.placed, bound.results, strict=True):
             pod = attempt.pod
             attempt.span.set_attribute("k8s.node.name", placement.node_name)
             if not result.bound:
