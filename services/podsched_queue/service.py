@@ -104,7 +104,8 @@ class Attempt:
     span: Span
     began: float
     finished: bool = False
-    binding: bool = False  # its Bind is in flight past the end of its batch
+    # Its outcome comes after its batch ends: a Bind still in flight, or a failure still settling.
+    outcome_pending: bool = False
 
     @staticmethod
     def start(info: sq.QueuedPodInfo, pod: Pod, pod_trace: otel_context.Context | None) -> Attempt:
@@ -193,6 +194,9 @@ class QueueService:
         # At most one Bind in flight: the next FindNodes (in this batch or the next) runs while it
         # commits, with its pods assumed, instead of waiting for the commit and the log.
         self._bind_in_flight: PendingBind | None = None
+        # The previous batch's failures being committed and read back, and the nominations they carry.
+        self._settling: asyncio.Future[None] | None = None
+        self._unsettled_nominations: list[filter_pb2.Nomination] = []
         self._loop_task: asyncio.Task[None] | None = None
         self.watchers: list[asyncio.Queue[api_pb2.WatchEvent | None]] = []
         self.cluster.listeners.append(self._publish_change)
@@ -225,10 +229,11 @@ class QueueService:
         self._loop_task = asyncio.create_task(self._scheduling_loop(), name="scheduling-loop")
 
     async def stop(self) -> None:
-        if self._loop_task is not None:
-            self._loop_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._loop_task
+        for task in (self._loop_task, self._settling):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         for watcher in self.watchers:
             watcher.put_nowait(None)
         await self.replica.stop()
@@ -261,6 +266,9 @@ class QueueService:
                 self.queue.flush_unschedulable_leftover()
                 last_flush = now
             batch = self._pop_batch()
+            if not batch and self._settling is not None:
+                await self._finish_settling()  # its pods may be ready to go again
+                continue
             if not batch and self._bind_in_flight is not None:
                 await self._drain_bind()  # nothing to overlap it with: finish it before waiting
                 continue
@@ -337,7 +345,7 @@ class QueueService:
                 await self._place(attempts)
         finally:
             for attempt in attempts:
-                if not attempt.binding:
+                if not attempt.outcome_pending:
                     attempt.finish("error")  # only those an exception interrupted are still open
 
     async def _place(self, attempts: list[Attempt]) -> None:
@@ -348,17 +356,41 @@ class QueueService:
         A failed pod's RecordFailure (its nomination, evictions, FailedScheduling) is sent without
         waiting for Kafka: the later cycles of the batch get its nomination as an assumed one, as a
         later cycle of one kube-scheduler sees the nominations its earlier cycles made before the API
-        server has them. The batch waits for all its failures to be committed and read back once, at
-        the end, before the failed pods go back to the queue."""
+        server has them. The batch's failures are committed and read back once, at the end, before
+        the failed pods go back to the queue; that settling goes on while the next batch runs, which
+        assumes the nominations this batch decided until it is done (at most one batch settles at a
+        time)."""
         remaining = attempts
-        # Nominations (and clearings) this batch decided, which the log may not carry yet.
-        assumed: list[filter_pb2.Nomination] = []
+        # Nominations (and clearings) decided by this batch, and by the previous one if it is still
+        # settling, which the log may not carry yet.
+        carried = list(self._unsettled_nominations)
+        assumed: list[filter_pb2.Nomination] = list(carried)
         failures: list[PendingFailure] = []
         try:
             while remaining:
                 remaining = await self._cycle(remaining, assumed, failures)
-        finally:
+        except BaseException:
             await self._settle(failures)
+            raise
+        await self._finish_settling()
+        if failures:
+            self._unsettled_nominations = assumed[len(carried) :]
+            self._settling = asyncio.ensure_future(self._settle_in_background(failures))
+
+    async def _finish_settling(self) -> None:
+        """Wait for the previous batch's failures to settle; its nominations are then in the log."""
+        settling, self._settling = self._settling, None
+        if settling is not None:
+            await settling
+        self._unsettled_nominations = []
+
+    async def _settle_in_background(self, failures: list[PendingFailure]) -> None:
+        try:
+            await self._settle(failures)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the pods went back to the queue all the same (see _settle)
+            log.warning("settling %d failed attempt(s) failed: %s", len(failures), error)
 
     async def _cycle(
         self, attempts: list[Attempt], assumed: list[filter_pb2.Nomination], failures: list[PendingFailure]
@@ -433,7 +465,7 @@ class QueueService:
             ]
         )
         for attempt, _ in placed:
-            attempt.binding = True
+            attempt.outcome_pending = True
         call = asyncio.ensure_future(self.binder.Bind(request, timeout=RPC_TIMEOUT))
         self._bind_in_flight = PendingBind(placed, call)
 
@@ -601,6 +633,7 @@ class QueueService:
         request.message = message
         with trace.use_span(attempt.span, end_on_exit=False):
             call = asyncio.ensure_future(self.binder.RecordFailure(request, timeout=RPC_TIMEOUT))
+        attempt.outcome_pending = True
         return PendingFailure(attempt, call, message, rejectors or set(), error)
 
     async def _settle(self, failures: list[PendingFailure]) -> None:
