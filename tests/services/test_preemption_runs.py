@@ -259,3 +259,37 @@ def test_with_every_dry_run_on_the_worker_pool_a_run_is_its_first_pod_only(kafka
     finally:
         api.close()
         started.close()
+
+
+def test_batches_in_flight_together_never_preempt_one_node_twice(kafka: KafkaBroker, tmp_path: Path) -> None:
+    """Batches of two: while one batch's failures are still being committed and read back, the next
+    batch runs with their nominations assumed. Eight preemptors on six full nodes: six take a node
+    each, evicting exactly three pods there, and the last two find nothing they may preempt."""
+    settings = new_settings(kafka, tmp_path / "services", workers=0, extra_env={"PODSCHED_BATCH_SIZE": "2"})
+    started = running(settings)
+    stack = next(started)
+    api = Api(stack.server)
+    try:
+        api.apply_text(COMMON.read_text())
+        nodes = [f"full-{i}" for i in range(6)]
+        documents: list[dict[str, Any]] = [node(name) for name in nodes]
+        documents += [pod(f"{n}-low{k}", "low-priority", "900m", node_name=n, grace=0) for n in nodes for k in range(4)]
+        api.apply_text(yaml.safe_dump_all(documents))
+        api.wait(lambda: len(api.pods()) == 24, what="the low-priority pods")
+        preemptors = [f"pre-{i}" for i in range(8)]
+        api.apply_text(yaml.safe_dump_all([pod(name, "high-priority", "3") for name in preemptors]))
+
+        def settled() -> dict[str, dict[str, Any]] | None:
+            pods = api.pods()
+            placed = [n for n in preemptors if node_of(pods[n])]
+            return pods if len(placed) == 6 else None
+
+        pods = api.wait(settled, timeout=60, what="six preemptors bound")
+        assert sorted(node_of(pods[n]) for n in preemptors if node_of(pods[n])) == nodes
+        preempted = [e.involved_object.name for e in api.events() if e.reason == "Preempted"]
+        assert len(preempted) == len(set(preempted)) == 18, sorted(preempted)
+        for n in nodes:
+            assert sum(name.startswith(f"{n}-low") for name in preempted) == 3, n
+    finally:
+        api.close()
+        started.close()
