@@ -104,6 +104,39 @@ def assumed_after(
     return [filter_pb2.Nomination(pod_uid=uids[name])] if decision.clear_own_nomination else []
 
 
+def as_one_run(stack: ServiceStack, uids: dict[str, str], version: int) -> preemption_pb2.PostFilterRunResponse:
+    """RUN's pods as the queue sends them now: FindNodes until the first fits nowhere, then one
+    PostFilterRun for it and every pod after it (dry_run FindNodes: the filter's round-robin start
+    stays where it is, so every protocol in a test sees the same)."""
+    names = [p["metadata"]["name"] for p in RUN]
+    with (
+        grpc.insecure_channel(stack.settings.addresses["filter"]) as filter_channel,
+        grpc.insecure_channel(stack.settings.addresses["preemption"]) as preemption_channel,
+    ):
+        found = filter_pb2_grpc.FilterStub(filter_channel).FindNodes(
+            filter_pb2.FindNodesRequest(
+                pods=[filter_pb2.PodToPlace(uid=uids[n]) for n in names], min_resource_version=version, dry_run=True
+            ),
+            timeout=30,
+        )
+        assert not found.placements[0].node_name, "the run's first pod fits nowhere"
+        run: preemption_pb2.PostFilterRunResponse = preemption_pb2_grpc.PreemptionStub(
+            preemption_channel
+        ).PostFilterRun(
+            preemption_pb2.PostFilterRunRequest(
+                first=preemption_pb2.PostFilterRequest(
+                    pod=filter_pb2.PodToPlace(uid=uids[names[0]]),
+                    filter_result=found.placements[0],
+                    min_resource_version=version,
+                    filter_resource_version=found.resource_version,
+                ),
+                next=[filter_pb2.PodToPlace(uid=uids[n]) for n in names[1:]],
+            ),
+            timeout=30,
+        )
+        return run
+
+
 def test_a_run_decides_each_preemptor_as_its_own_findnodes_and_postfilter_would_and_stops_at_a_pod_that_fits(
     stack: ServiceStack, api: Api
 ) -> None:
@@ -154,21 +187,8 @@ def test_a_run_decides_each_preemptor_as_its_own_findnodes_and_postfilter_would_
             assumed += assumed_after(pending[0], uids, decision)
             pending = pending[1:]
         assert pending[0] == FITS, f"the one-by-one cycles stopped at {pending[0]}"
-
-        # The same pods as one run: FindNodes for the first, then PostFilterRun for all of it.
-        found = find(names, [])
-        run = preemption.PostFilterRun(
-            preemption_pb2.PostFilterRunRequest(
-                first=preemption_pb2.PostFilterRequest(
-                    pod=filter_pb2.PodToPlace(uid=uids[names[0]]),
-                    filter_result=found.placements[0],
-                    min_resource_version=version,
-                    filter_resource_version=found.resource_version,
-                ),
-                next=[filter_pb2.PodToPlace(uid=uids[n]) for n in names[1:]],
-            ),
-            timeout=30,
-        )
+    # The same pods as one run.
+    run = as_one_run(stack, uids, version)
     decided = [decision_fields(d.decision) for d in run.decisions]
     assert len(decided) == names.index(FITS), "the run ends before the pod that fits"
     assert decided == one_by_one
@@ -230,29 +250,7 @@ def test_with_every_dry_run_on_the_worker_pool_a_run_is_its_first_pod_only(kafka
     try:
         cluster(api)
         uids, version = write_without_scheduling(stack, api)
-        names = [p["metadata"]["name"] for p in RUN]
-        with (
-            grpc.insecure_channel(stack.settings.addresses["filter"]) as filter_channel,
-            grpc.insecure_channel(stack.settings.addresses["preemption"]) as preemption_channel,
-        ):
-            found = filter_pb2_grpc.FilterStub(filter_channel).FindNodes(
-                filter_pb2.FindNodesRequest(
-                    pods=[filter_pb2.PodToPlace(uid=uids[n]) for n in names], min_resource_version=version, dry_run=True
-                ),
-                timeout=30,
-            )
-            run = preemption_pb2_grpc.PreemptionStub(preemption_channel).PostFilterRun(
-                preemption_pb2.PostFilterRunRequest(
-                    first=preemption_pb2.PostFilterRequest(
-                        pod=filter_pb2.PodToPlace(uid=uids[names[0]]),
-                        filter_result=found.placements[0],
-                        min_resource_version=version,
-                        filter_resource_version=found.resource_version,
-                    ),
-                    next=[filter_pb2.PodToPlace(uid=uids[n]) for n in names[1:]],
-                ),
-                timeout=30,
-            )
+        run = as_one_run(stack, uids, version)
         assert len(run.decisions) == 1
         decision = run.decisions[0].decision
         assert decision.nominated_node_name and len(decision.victims) >= 1
