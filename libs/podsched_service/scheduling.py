@@ -20,6 +20,7 @@ from podsched.queue.cluster_feed import nominator_feed
 from podsched.queue.nominator import Nominator, assumed_nominations
 from podsched.scheduler.room import RoomTracker
 from podsched_proto.filter.v1 import filter_pb2
+from podsched_proto.preemption.v1 import preemption_pb2
 from podsched_service.replica import Replica
 
 DRY_RUN_UID = "dry-run"
@@ -59,6 +60,18 @@ class ClusterCopy:
         return assumed_nominations(
             self.nominator, self.cluster.pods_by_uid, [(n.pod_uid, n.node_name) for n in nominations]
         )
+
+
+def decision_nominations(pod_uid: str, decision: preemption_pb2.PostFilterResponse) -> list[filter_pb2.Nomination]:
+    """The nominations a PostFilter decision's RecordFailure writes (an empty node clears): the pod
+    to its node and the lower-priority pods nominated there cleared, or, when preemption found no
+    candidate, the pod's own nomination cleared. The cycles after it assume them until the write is
+    in the log (the queue for its later FindNodes, the preemption service within a run)."""
+    if decision.nominated_node_name:
+        return [filter_pb2.Nomination(pod_uid=pod_uid, node_name=decision.nominated_node_name)] + [
+            filter_pb2.Nomination(pod_uid=p.uid) for p in decision.nominations_to_clear
+        ]
+    return [filter_pb2.Nomination(pod_uid=pod_uid)] if decision.clear_own_nomination else []
 
 
 class PodLookupError(Exception):

@@ -28,13 +28,18 @@ from podsched.plugins.registry import build_framework
 from podsched.preemption.evaluator import Evaluator, PreemptionOutcome
 from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims
-from podsched.queue.nominator import assumed_nominations
 from podsched.scheduler.fit_error import FitError
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
 from podsched_service import telemetry
 from podsched_service.codec import node_to_status, reference
-from podsched_service.scheduling import ClusterCopy, PodLookupError, load_scheduler_config, pod_to_place
+from podsched_service.scheduling import (
+    ClusterCopy,
+    PodLookupError,
+    decision_nominations,
+    load_scheduler_config,
+    pod_to_place,
+)
 
 from .config import PreemptionConfig
 from .workers import WorkerPool, WorkerSettings
@@ -143,15 +148,9 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             raise  # unreachable: abort raises
 
     def _assume(self, pod: Pod, decision: preemption_pb2.PostFilterResponse) -> AbstractContextManager[None]:
-        """The nominator as the decision's RecordFailure will leave it (the queue assumes the same for
-        the cycles after it): the pod nominated and the nominations it displaces cleared, or, when
-        preemption found no candidate, its own nomination cleared."""
-        if decision.nominated_node_name:
-            changes = [(pod.uid, decision.nominated_node_name)]
-            changes += [(p.uid, "") for p in decision.nominations_to_clear]
-        else:
-            changes = [(pod.uid, "")] if decision.clear_own_nomination else []
-        return assumed_nominations(self.copy.nominator, self.copy.cluster.pods_by_uid, changes)
+        """The nominator as the decision's RecordFailure will leave it, as the queue assumes it for
+        the cycles after it."""
+        return self.copy.assumed_nominations(decision_nominations(pod.uid, decision))
 
     def _continue_run(
         self,

@@ -52,7 +52,12 @@ from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
 from podsched_service import telemetry
 from podsched_service.codec import change_message, event_to_proto, status_code, to_json
 from podsched_service.replica import Replica
-from podsched_service.scheduling import DRY_RUN_UID, load_admission_config, load_scheduler_config
+from podsched_service.scheduling import (
+    DRY_RUN_UID,
+    decision_nominations,
+    load_admission_config,
+    load_scheduler_config,
+)
 from podsched_service.server import CHANNEL_OPTIONS
 from podsched_service.tls import ClientTLS
 
@@ -601,12 +606,9 @@ class QueueService:
                 victims=victims,
                 pdb_violations=decision.pdb_violations,
             )
-            assumed.append(filter_pb2.Nomination(pod_uid=pod.uid, node_name=decision.nominated_node_name))
-            assumed.extend(filter_pb2.Nomination(pod_uid=p.uid) for p in decision.nominations_to_clear)
         else:
             telemetry.decision(log, "FailedScheduling %s/%s: %s", pod.namespace, pod.name, decision.message, **fields)
-            if decision.clear_own_nomination:
-                assumed.append(filter_pb2.Nomination(pod_uid=pod.uid))
+        assumed.extend(decision_nominations(pod.uid, decision))
         return self._send_failure(
             attempt,
             decision.message,
