@@ -62,13 +62,17 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
         # updates in place (copying the 5000-node map for every pod was a tenth of this service's CPU).
         snapshot = cluster.snapshot()
         pdbs = cluster.pdb_list()
+
+        def assume(pod: Pod, node_name: str) -> None:  # as bound there, until the request ends
+            cluster.restore(MODIFIED, replace(pod, spec=replace(pod.spec, node_name=node_name)))
+            snapshot.pods_changed()
+            assumed.append(pod)
+
         try:
             for bind in request.assumed_binds:  # the caller's earlier placements, binds under way
                 pod = cluster.pods_by_uid.get(bind.pod_uid)
                 if pod is not None and not pod.spec.node_name and bind.node_name in cluster.node_infos:
-                    cluster.restore(MODIFIED, replace(pod, spec=replace(pod.spec, node_name=bind.node_name)))
-                    snapshot.pods_changed()
-                    assumed.append(pod)
+                    assume(pod, bind.node_name)
             for ref in request.pods:
                 try:
                     pod = pod_to_place(cluster, ref)
@@ -86,10 +90,7 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
                 if not result.node_name:
                     break
                 if len(request.pods) > 1 and not ref.pod_json:
-                    bound = replace(pod, spec=replace(pod.spec, node_name=result.node_name))
-                    cluster.restore(MODIFIED, bound)
-                    snapshot.pods_changed()
-                    assumed.append(pod)
+                    assume(pod, result.node_name)
         finally:
             for pod in reversed(assumed):  # forget the assumptions: the binds arrive through the log
                 cluster.restore(MODIFIED, pod)
