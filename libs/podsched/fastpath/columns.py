@@ -73,10 +73,6 @@ NODE_COLUMNS = (
 _INT_SLOT_COLUMNS = ("prio", "cpu", "mem", "eph")
 
 
-def _safe(value: int) -> bool:
-    return 0 <= value < SAFE_LIMIT
-
-
 def all_safe(values: Iterable[int]) -> bool:
     """Whether the vectorized arithmetic reproduces every one of `values` exactly."""
     return all(0 <= value < SAFE_LIMIT for value in values)
@@ -370,7 +366,7 @@ class NodeColumns:
             used = requested.scalar.get(name, 0)
             column[row] = value
             self.req_scalar[name][row] = used
-            unsafe = unsafe or not (_safe(value) and _safe(used))
+            unsafe = unsafe or not all_safe((value, used))
         if unsafe != bool(self.unsafe[row]):
             self.unsafe[row] = unsafe
             self.unsafe_rows += 1 if unsafe else -1
