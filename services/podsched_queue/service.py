@@ -293,8 +293,7 @@ class QueueService:
             except Exception as error:  # a peer is down or restarting: retry the pods with backoff
                 log.warning("scheduling %d pod(s) from %s failed: %s", len(batch), batch[0].pod.name, error)
                 for info in batch:
-                    if self.queue.location(info.pod.uid) == sq.IN_FLIGHT:  # not resolved before the error
-                        self.queue.add_unschedulable_if_not_present(info, set(), error=True, message=str(error))
+                    self._back_off(info, error)
                 await asyncio.sleep(0.2)
 
     async def _drain_bind(self) -> None:
@@ -308,6 +307,12 @@ class QueueService:
             await asyncio.sleep(0.2)
         finally:
             await self._settle(failures)
+
+    def _back_off(self, info: sq.QueuedPodInfo, error: BaseException) -> None:
+        """A pod whose attempt an error cut short (a peer down or restarting), if it is still in flight
+        (not resolved before the error): back to the queue, retried after its backoff."""
+        if self.queue.location(info.pod.uid) == sq.IN_FLIGHT:
+            self.queue.add_unschedulable_if_not_present(info, set(), error=True, message=str(error))
 
     def _pop_batch(self) -> list[sq.QueuedPodInfo]:
         """Up to batch_size pods, popped in queue order."""
@@ -486,8 +491,8 @@ class QueueService:
         except Exception as error:
             for attempt, _ in pending.placed:
                 fresh = self.queue.info(attempt.pod.uid)
-                if fresh is not None and self.queue.location(attempt.pod.uid) == sq.IN_FLIGHT:
-                    self.queue.add_unschedulable_if_not_present(fresh, set(), error=True, message=str(error))
+                if fresh is not None:
+                    self._back_off(fresh, error)
                 attempt.finish("error")
             raise
         self.saw(bound.resource_version, bound.event_sequence)
