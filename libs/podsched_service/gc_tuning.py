@@ -27,4 +27,3 @@ THRESHOLDS = (50_000, 20, 100)
 def tune_for_service() -> None:
     """Collect cycles less often: call once at process start."""
     gc.set_threshold(*THRESHOLDS)
-
