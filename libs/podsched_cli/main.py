@@ -442,7 +442,7 @@ def _global_options(suppress: bool) -> argparse.ArgumentParser:
         default=argparse.SUPPRESS if suppress else DEFAULT_TIMEOUT_SECONDS,
         help="seconds to wait for each request (default: 30)",
     )
-    # kubectl's connection flags; the kubeconfig (README "Security") holds the same settings.
+    # kubectl's connection flags; the kubeconfig (docs/security.md) holds the same settings.
     for flag, help_text in (
         ("--kubeconfig", f"a kubeconfig-shaped file with the server and credentials (default: ${ENV_KUBECONFIG})"),
         ("--context", "the kubeconfig context to use (default: its current-context)"),

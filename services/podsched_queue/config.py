@@ -32,7 +32,7 @@ class QueueConfig(CommonConfig):
     # (token,user,uid,"group1,group2"); empty = no tokens. Authentication is on when this or
     # PODSCHED_TLS_CLIENT_CA_FILE is set; otherwise every caller is system:admin.
     token_file: str = ""
-    # Who may do what (cluster admins, namespace tenants; README "Security"); empty = every
+    # Who may do what (cluster admins, namespace tenants; docs/security.md); empty = every
     # authenticated caller may do anything.
     authorization_file: str = ""
     # TLS to the filter, preemption and binder services: the CA bundle that verifies them (set = TLS
