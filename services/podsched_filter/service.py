@@ -17,7 +17,9 @@ from opentelemetry import trace
 
 from podsched.api.types import Pod
 from podsched.cluster.state import MODIFIED, Cluster
-from podsched.fastpath import build_fast_algorithm
+from podsched.config.scheduler_config import SchedulerConfig
+from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
+from podsched.scheduler.profile import AlgorithmProfiles
 from podsched.scheduler.schedule_one import CycleResult
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
 from podsched_service import telemetry
@@ -33,12 +35,16 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
     def __init__(self, config: FilterConfig) -> None:
         self.config = config
         self.copy = ClusterCopy(config.kafka_bootstrap_servers, config.topic_prefix)
-        scheduler_config = load_scheduler_config(config.scheduler_config)
-        # PostFilter is the preemption service's: here a pod that fits nowhere gets its diagnosis only.
-        self.algorithm = build_fast_algorithm(
-            replace(scheduler_config, preemption_enabled=False), self.copy.nominator, offset=lambda n: 0
+        self.profiles = AlgorithmProfiles(load_scheduler_config(config.scheduler_config), self._build)
+
+    def _build(self, profile: SchedulerConfig) -> FastSchedulingAlgorithm:
+        """A profile's Filter and Score. PostFilter is the preemption service's: here a pod that fits
+        nowhere gets its diagnosis only."""
+        algorithm = build_fast_algorithm(
+            replace(profile, preemption_enabled=False), self.copy.nominator, offset=lambda n: 0
         )
-        self.copy.cluster.listeners.append(self.algorithm.track_changes())
+        self.copy.cluster.listeners.append(algorithm.track_changes())
+        return algorithm
 
     async def start(self) -> None:
         await self.copy.replica.start()
@@ -55,7 +61,8 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
         return filter_pb2.FindNodesResponse(placements=placements, resource_version=replica.version)
 
     def _place(self, request: filter_pb2.FindNodesRequest, cluster: Cluster) -> list[filter_pb2.Placement]:
-        start_index = self.algorithm.next_start_node_index
+        profiles = self.profiles
+        start_index = profiles.next_start_node_index
         placements: list[filter_pb2.Placement] = []
         assumed: list[Pod] = []
         # One snapshot for the request: it holds the cluster's own NodeInfos, which an assumed bind
@@ -84,7 +91,12 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
                         filter_pb2.Placement(uid=ref.uid, error=f"pod is already bound to {pod.spec.node_name}")
                     )
                     continue
-                result = self.algorithm.schedule(pod, snapshot, pdbs, self.copy.nominator, time.time())
+                algorithm = profiles.for_pod(pod)
+                if algorithm is None:  # the queue never sends one; a dry run may
+                    message = f'profile not found for scheduler name "{pod.spec.scheduler_name}"'
+                    placements.append(filter_pb2.Placement(uid=ref.uid, error=message))
+                    continue
+                result = algorithm.schedule(pod, snapshot, pdbs, self.copy.nominator, time.time())
                 placements.append(placement(ref.uid, result, len(cluster.node_infos)))
                 _explain(pod, placements[-1], ref, single=len(request.pods) == 1)
                 if not result.node_name:
@@ -95,7 +107,7 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
             for pod in reversed(assumed):  # forget the assumptions: the binds arrive through the log
                 cluster.restore(MODIFIED, pod)
             if request.dry_run:
-                self.algorithm.next_start_node_index = start_index
+                profiles.next_start_node_index = start_index
         return placements
 
 

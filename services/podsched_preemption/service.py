@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -19,16 +20,19 @@ from opentelemetry import trace
 from prometheus_client import Counter, Histogram
 
 from podsched.api.types import Pod
-from podsched.fastpath import build_fast_algorithm
+from podsched.config.scheduler_config import SchedulerConfig
+from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import NodeToStatus
 from podsched.framework.node_info import NodeInfo, Snapshot
+from podsched.framework.runtime import Framework
 from podsched.framework.status import Code
 from podsched.plugins.registry import build_framework
 from podsched.preemption.evaluator import Evaluator, PreemptionOutcome
 from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims
 from podsched.scheduler.fit_error import FitError
+from podsched.scheduler.profile import Profiles
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
 from podsched_service import telemetry
@@ -67,18 +71,23 @@ STALE_FILTER_RESULTS = Counter(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class ProfilePostFilter:
+    """One profile's PostFilter: its plugins (the dry run filters with them), its DefaultPreemption
+    args, and the vectorized path built from both."""
+
+    config: SchedulerConfig
+    framework: Framework
+    fast: FastSchedulingAlgorithm
+
+
 class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
     def __init__(self, config: PreemptionConfig) -> None:
         self.config = config
         self.copy = ClusterCopy(config.kafka_bootstrap_servers, config.topic_prefix)
         self.scheduler_config = load_scheduler_config(config.scheduler_config)
-        self.framework = build_framework(self.scheduler_config, self.copy.nominator)
-        # The vectorized dry run (podsched.fastpath) decides in-process whenever it applies (resource-
-        # only pods and clusters without inter-pod affinity): at 5000 nodes it is ~35x faster than
-        # the plain SelectVictimsOnNode, more than the workers' parallelism can win back. The rest
-        # goes to the worker pool. Both give the same answer (tests/unit/test_fastpath_equivalence.py).
-        self.fast = build_fast_algorithm(self.scheduler_config, self.copy.nominator, offset=lambda n: 0)
-        self.copy.cluster.listeners.append(self.fast.track_changes())
+        # Each pod is decided by its own profile's (spec.schedulerName).
+        self.profiles = Profiles(self.scheduler_config, self._build)
         self.pool: WorkerPool | None = None
         if config.workers > 0:
             self.pool = WorkerPool(
@@ -92,6 +101,15 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
                     config.log_format,
                 ),
             )
+
+    def _build(self, profile: SchedulerConfig) -> ProfilePostFilter:
+        # The vectorized dry run (podsched.fastpath) decides in-process whenever it applies (resource-
+        # only pods and clusters without inter-pod affinity): at 5000 nodes it is ~35x faster than
+        # the plain SelectVictimsOnNode, more than the workers' parallelism can win back. The rest
+        # goes to the worker pool. Both give the same answer (tests/unit/test_fastpath_equivalence.py).
+        fast = build_fast_algorithm(profile, self.copy.nominator, offset=lambda n: 0)
+        self.copy.cluster.listeners.append(fast.track_changes())
+        return ProfilePostFilter(profile, build_framework(profile, self.copy.nominator), fast)
 
     async def start(self) -> None:
         if self.pool is not None:
@@ -171,11 +189,12 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         now = time.time()
         for ref in refs:
             pod = cluster.pods_by_uid.get(ref.uid)
-            if pod is None or pod.spec.node_name or ref.pod_json:
+            profile = self.profiles.for_pod(pod) if pod is not None else None
+            if pod is None or pod.spec.node_name or ref.pod_json or profile is None:
                 return
             parent = telemetry.context_from_carrier(ref.trace_context)
             with telemetry.tracer().start_as_current_span("preemption run cycle", context=parent) as span:
-                cycle = self.fast.schedule_vectorized(pod, snapshot, pdbs, self.copy.nominator, now)
+                cycle = profile.fast.schedule_vectorized(pod, snapshot, pdbs, self.copy.nominator, now)
                 if cycle is None or cycle.node_name or cycle.fit_error is None or cycle.preemption is None:
                     span.set_attribute("podsched.run_ends_here", True)
                     return
@@ -206,6 +225,11 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         now = time.time()
         version = self.copy.replica.version
         span = trace.get_current_span()
+        profile = self.profiles.for_pod(pod)
+        if profile is None or not profile.config.preemption_enabled:
+            # No PostFilter in the pod's profile (or no profile: another scheduler's pod): the
+            # failure is the Filter outcome alone, as the queue records it without asking here.
+            return preemption_pb2.PostFilterResponse(message=fit_error.message(), resource_version=version)
         outcome: PreemptionOutcome | None = None
         if request.filter_resource_version and self.copy.room.may_fit_since(pod, request.filter_resource_version):
             # This copy has a change the filter's answer predates that may let the pod fit: deciding
@@ -213,7 +237,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             # PostFilter then reads (one snapshot, as in kube-scheduler).
             STALE_FILTER_RESULTS.inc()
             span.set_attribute("podsched.dry_run_path", "filtered again")
-            cycle = self.fast.schedule(pod, snapshot, cluster.pdb_list(), self.copy.nominator, now)
+            cycle = profile.fast.schedule(pod, snapshot, cluster.pdb_list(), self.copy.nominator, now)
             if cycle.node_name or cycle.fit_error is None or cycle.preemption is None:
                 # It fits now (or the cycle ended in an error): the queue filters it again.
                 return preemption_pb2.PostFilterResponse(stale_filter_result=True, resource_version=version)
@@ -221,14 +245,15 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             fit_error.pre_filter_msg = cycle.fit_error.pre_filter_msg
             outcome = cycle.preemption
         elif self.config.dry_run == "auto":
-            outcome = self.fast.post_filter(pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
+            outcome = profile.fast.post_filter(pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
             span.set_attribute("podsched.dry_run_path", "vectorized" if outcome else "workers")
         if outcome is None:
-            outcome = self._plain_preempt(pod, request, diagnosis, snapshot, now)
+            outcome = self._plain_preempt(profile, pod, request, diagnosis, snapshot, now)
         return self._response(pod, outcome, fit_error, version, span, dry_run=bool(request.pod.pod_json))
 
     def _plain_preempt(
         self,
+        profile: ProfilePostFilter,
         pod: Pod,
         request: preemption_pb2.PostFilterRequest,
         diagnosis: NodeToStatus,
@@ -241,22 +266,23 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         pods_by_uid = cluster.pods_by_uid
         assumed = [(n.pod_uid, n.node_name) for n in request.assumed_nominations]
         state = CycleState()
+        framework = profile.framework
 
         def run_shards(shards: Sequence[Sequence[NodeInfo]], wanted: int) -> list[list[NodeVictims]]:
             if self.pool is None:
                 pdbs = cluster.pdb_list()
-                return [run_shard(self.framework, state, pod, shard, pdbs, now, wanted) for shard in shards]
+                return [run_shard(framework, state, pod, shard, pdbs, now, wanted) for shard in shards]
             return self.pool.run_shards(
                 shards, wanted, request.pod.uid, request.pod.pod_json, version, now, pods_by_uid, assumed
             )
 
         evaluator = Evaluator(
-            self.framework,
-            self.scheduler_config.preemption_args,
+            framework,
+            profile.config.preemption_args,
             offset=lambda n: 0,  # deterministic: a dry run predicts exactly what the real apply does
             executor=sharded_dry_run(run_shards, max(1, self.config.workers)),
         )
-        self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+        framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
         return evaluator.preempt(state, pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
 
     def _response(

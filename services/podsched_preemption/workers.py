@@ -22,11 +22,13 @@ from opentelemetry import propagate
 from podsched.cluster.state import Cluster
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo
+from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
 from podsched.plugins.registry import build_framework
 from podsched.preemption.sharding import run_shard
 from podsched.preemption.victims import NodeVictims
 from podsched.queue.nominator import assumed_nominations
+from podsched.scheduler.profile import Profiles
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_service import gc_tuning, telemetry
 from podsched_service.scheduling import ClusterCopy, load_scheduler_config, pod_to_place
@@ -66,7 +68,10 @@ def _worker_main(settings: dict[str, Any], conn: multiprocessing.connection.Conn
 
 async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connection.Connection, index: int) -> None:
     copy = ClusterCopy(settings.bootstrap, settings.prefix)
-    framework = build_framework(load_scheduler_config(settings.scheduler_config), copy.nominator)
+    # The dry run filters with the plugins of the pod's profile (its spec.schedulerName).
+    frameworks = Profiles(
+        load_scheduler_config(settings.scheduler_config), lambda profile: build_framework(profile, copy.nominator)
+    )
     await copy.replica.start()
     conn.send("ready")
     loop = asyncio.get_running_loop()
@@ -92,7 +97,7 @@ async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connecti
             try:
                 await copy.replica.wait_for(min_version)
                 with assumed_nominations(copy.nominator, copy.cluster.pods_by_uid, assumed):
-                    outcomes = _run(copy.cluster, framework, pod_uid, pod_json, node_names, now, wanted)
+                    outcomes = _run(copy.cluster, frameworks, pod_uid, pod_json, node_names, now, wanted)
                 span.set_attribute("podsched.candidates", sum(1 for outcome in outcomes if outcome[3] is None))
                 conn.send((request_id, "ok", outcomes))
             except Exception as error:  # report, keep serving: the coordinator fails the RPC
@@ -102,9 +107,18 @@ async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connecti
 
 
 def _run(
-    cluster: Cluster, framework: Any, pod_uid: str, pod_json: bytes, node_names: list[str], now: float, wanted: int
+    cluster: Cluster,
+    frameworks: Profiles[Framework],
+    pod_uid: str,
+    pod_json: bytes,
+    node_names: list[str],
+    now: float,
+    wanted: int,
 ) -> list[WireOutcome]:
     pod = pod_to_place(cluster, filter_pb2.PodToPlace(uid=pod_uid, pod_json=pod_json))
+    framework = frameworks.for_pod(pod)
+    if framework is None:  # the coordinator only asks for pods of a profile
+        raise ValueError(f'profile not found for scheduler name "{pod.spec.scheduler_name}"')
     snapshot = cluster.snapshot()
     state = CycleState()
     framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)

@@ -43,6 +43,7 @@ from podsched.cluster.dry_run import admit_without_storing
 from podsched.cluster.state import ADDED, CREATED, REMOVED, UNCHANGED, Change, Cluster
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
+from podsched.scheduler.profile import only_responsible
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.audit.v1 import audit_pb2
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
@@ -71,7 +72,6 @@ ALL_KINDS = frozenset(resource.kind for resource in RESOURCE_TYPES)
 RPC_TIMEOUT = 60.0
 WATCH_WRITER = ""  # Watch items are rebuilt from the replica, which does not keep the record's writer
 LEFTOVER_FLUSH_INTERVAL = 30.0  # upstream flushes unschedulable pods older than 5 minutes every 30 s
-PROFILE = "default-scheduler"
 # Pods after a preemptor that one PostFilterRun may decide. Shorter runs hand their failures to the
 # binder sooner (its commits overlap the next run's dry runs) and keep the preemption service's
 # event loop free for its log between runs.
@@ -131,8 +131,9 @@ class Attempt:
             self.span.set_status(StatusCode.ERROR)
         self.span.end()
         if result != "requeued":
-            SCHEDULE_ATTEMPTS.labels(result, PROFILE).inc()
-            ATTEMPT_DURATION.labels(result, PROFILE).observe(time.perf_counter() - self.began)
+            profile = self.pod.spec.scheduler_name  # upstream's profile label: the pod's profile
+            SCHEDULE_ATTEMPTS.labels(result, profile).inc()
+            ATTEMPT_DURATION.labels(result, profile).observe(time.perf_counter() - self.began)
 
 
 def peer_channel(config: QueueConfig, address: str) -> grpc.aio.Channel:
@@ -180,7 +181,8 @@ class QueueService:
         self.queue = sq.SchedulingQueue(
             time.time, self.scheduler_config.pod_initial_backoff_seconds, self.scheduler_config.pod_max_backoff_seconds
         )
-        self.cluster.listeners.append(queue_feed(self.queue))
+        # Only pods some profile schedules are queued; the others are another scheduler's.
+        self.cluster.listeners.append(only_responsible(self.scheduler_config, queue_feed(self.queue)))
         self.replica = Replica(self.cluster, config.kafka_bootstrap_servers, config.topic_prefix, follow_events=True)
         self._wake = asyncio.Event()
         self.replica.on_applied.append(self._wake.set)
@@ -536,7 +538,8 @@ class QueueService:
         pod, span = attempt.pod, attempt.span
         span.set_attribute("podsched.message", placement.message)
         rejectors = set(placement.rejector_plugins)
-        if not self.scheduler_config.preemption_enabled:
+        profile = self.scheduler_config.profile_named(pod.spec.scheduler_name)
+        if profile is None or not profile.preemption_enabled:  # the pod's profile has no PostFilter
             return [self._send_failure(attempt, placement.message, rejectors=rejectors)]
         run = untried[:POST_FILTER_RUN_LIMIT]
         answer = await self.preemption.PostFilterRun(
@@ -846,7 +849,8 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
             placement = found.placements[0]
             if placement.node_name:
                 return api_pb2.DryRunOutcome(node_name=placement.node_name)
-            if placement.error or not service.scheduler_config.preemption_enabled:
+            profile = service.scheduler_config.profile_named(pod.spec.scheduler_name)
+            if placement.error or profile is None or not profile.preemption_enabled:
                 return api_pb2.DryRunOutcome(message=placement.error or placement.message)
             decision = await service.preemption.PostFilter(
                 preemption_pb2.PostFilterRequest(

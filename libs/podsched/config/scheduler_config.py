@@ -1,18 +1,23 @@
 """Parse and validate a `kubescheduler.config.k8s.io/v1` KubeSchedulerConfiguration.
 
-Honoured: profiles[0].plugins (enabled/disabled per extension point, `*` wildcard),
-pluginConfig DefaultPreemption args, podInitialBackoffSeconds, podMaxBackoffSeconds,
-percentageOfNodesToScore (top level and per profile), and the legacy top-level
-`disablePreemption: true` (v1alpha1 era, kept because the seed documents describe it)."""
+Honoured: every profile (upstream's profile.Map: each `schedulerName` schedules the pods whose
+`spec.schedulerName` names it, with its own plugins enabled/disabled per extension point (`*`
+wildcard), its own DefaultPreemption args and percentageOfNodesToScore), the top-level
+podInitialBackoffSeconds, podMaxBackoffSeconds and percentageOfNodesToScore, and the legacy
+top-level `disablePreemption: true` (v1alpha1 era, kept because the seed documents describe it;
+it turns preemption off in every profile). Validation follows upstream's
+(pkg/scheduler/apis/config/validation): errors name the field path, e.g. `profiles[1].schedulerName`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
 
 from podsched.api.errors import ApiError, FieldError
+from podsched.api.types import DEFAULT_SCHEDULER_NAME, Pod
 from podsched.preemption.evaluator import DefaultPreemptionArgs
 
 KIND = "KubeSchedulerConfiguration"
@@ -31,11 +36,19 @@ EXTENSION_POINTS = (
     "bind",
     "postBind",
     "multiPoint",
+    "placementGenerate",
+    "placementScore",
+    "podGroupPostFilter",
 )
 
 
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
+    """The configuration as its first profile sees it: the global settings and that profile's
+    plugins and args, which is what a framework is built from (`build_framework`). The other
+    profiles, each a SchedulerConfig of its own with the same global settings, are in
+    `other_profiles`; `profiles` lists them all and `profile_named` resolves a pod's."""
+
     pod_initial_backoff_seconds: float = 1.0
     pod_max_backoff_seconds: float = 10.0
     percentage_of_nodes_to_score: int = 0
@@ -43,7 +56,8 @@ class SchedulerConfig:
     preemption_args: DefaultPreemptionArgs = field(default_factory=DefaultPreemptionArgs)
     disabled_plugins: frozenset[tuple[str, str]] = frozenset()  # (extension point, plugin name)
     score_weights: tuple[tuple[str, int], ...] = ()  # overrides from plugins.score.enabled[].weight
-    scheduler_name: str = "default-scheduler"
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    other_profiles: tuple[SchedulerConfig, ...] = ()
 
     def plugin_enabled(self, point: str, plugin: str) -> bool:
         return (
@@ -51,6 +65,29 @@ class SchedulerConfig:
             and (point, "*") not in self.disabled_plugins
             and ("multiPoint", plugin) not in self.disabled_plugins
         )
+
+    @property
+    def profiles(self) -> tuple[SchedulerConfig, ...]:
+        """Every profile, in the file's order (the first is this one)."""
+        return (self, *self.other_profiles)
+
+    @property
+    def scheduler_names(self) -> frozenset[str]:
+        return frozenset(profile.scheduler_name for profile in self.profiles)
+
+    def profile_named(self, scheduler_name: str) -> SchedulerConfig | None:
+        """The profile that schedules pods whose spec.schedulerName is `scheduler_name`; None when no
+        profile does (upstream's frameworkForPod: such pods are another scheduler's)."""
+        if scheduler_name == self.scheduler_name:
+            return self
+        return next((p for p in self.other_profiles if p.scheduler_name == scheduler_name), None)
+
+
+def responsible_for_pod(config: SchedulerConfig, pod: Pod) -> bool:
+    """Whether some profile schedules `pod` (upstream's responsibleForPod): pods naming another
+    scheduler are never queued, get no event and stay Pending."""
+    name = pod.spec.scheduler_name
+    return name == config.scheduler_name or any(p.scheduler_name == name for p in config.other_profiles)
 
 
 def _invalid(errors: list[FieldError]) -> ApiError:
@@ -68,12 +105,22 @@ def parse_scheduler_config(text: str, source: str = "config") -> SchedulerConfig
     return scheduler_config_from_dict(doc)
 
 
-def _number(doc: dict[str, Any], key: str, errors: list[FieldError], default: float, minimum: float) -> float:
+def _number(
+    doc: Mapping[str, Any], key: str, errors: list[FieldError], default: float, minimum: float, path: str = ""
+) -> float:
     value = doc.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
-        errors.append(FieldError(key, f"must be a number >= {minimum}", value))
+        errors.append(FieldError(path + key, f"must be a number >= {minimum}", value))
         return default
     return float(value)
+
+
+def _percentage(doc: Mapping[str, Any], errors: list[FieldError], default: int, path: str = "") -> int:
+    percentage = int(_number(doc, "percentageOfNodesToScore", errors, default, 0, path))
+    if percentage > 100:
+        errors.append(FieldError(path + "percentageOfNodesToScore", "not in valid range [0-100]", percentage))
+        return default
+    return percentage
 
 
 def scheduler_config_from_dict(doc: dict[str, Any]) -> SchedulerConfig:
@@ -88,60 +135,151 @@ def scheduler_config_from_dict(doc: dict[str, Any]) -> SchedulerConfig:
         errors.append(
             FieldError("podMaxBackoffSeconds", "must be greater than or equal to podInitialBackoffSeconds", maximum)
         )
-    percentage = int(_number(doc, "percentageOfNodesToScore", errors, 0, 0))
-    if percentage > 100:
-        errors.append(FieldError("percentageOfNodesToScore", "not in valid range [0-100]", percentage))
-    preemption_enabled = True
-    if doc.get("disablePreemption") is True:
-        preemption_enabled = False
-    disabled: set[tuple[str, str]] = set()
-    weights: list[tuple[str, int]] = []
-    args = DefaultPreemptionArgs()
-    profiles = doc.get("profiles") or []
-    if not isinstance(profiles, list):
-        errors.append(FieldError("profiles", "must be a list", kind="Invalid value"))
-        profiles = []
-    scheduler_name = "default-scheduler"
-    for index, profile in enumerate(profiles[:1]):  # one profile: the default scheduler's
-        path = f"profiles[{index}]"
-        if not isinstance(profile, dict):
-            errors.append(FieldError(path, "must be a mapping"))
-            continue
-        scheduler_name = str(profile.get("schedulerName", scheduler_name))
-        if "percentageOfNodesToScore" in profile:
-            percentage = int(_number(profile, "percentageOfNodesToScore", errors, percentage, 0))
-        plugins = profile.get("plugins") or {}
-        for point, sets in plugins.items():
-            if point not in EXTENSION_POINTS:
-                errors.append(FieldError(f"{path}.plugins.{point}", "unknown extension point", point))
-                continue
-            for entry in (sets or {}).get("disabled") or []:
-                disabled.add((point, str(entry.get("name", ""))))
-            for entry in (sets or {}).get("enabled") or []:
-                if point in ("score", "multiPoint") and "weight" in entry:
-                    weights.append((str(entry.get("name")), int(entry["weight"])))
-        for config_index, plugin_config in enumerate(profile.get("pluginConfig") or []):
-            if plugin_config.get("name") != "DefaultPreemption":
-                continue
-            plugin_args = plugin_config.get("args") or {}
-            args = DefaultPreemptionArgs(
-                int(plugin_args.get("minCandidateNodesPercentage", args.min_candidate_nodes_percentage)),
-                int(plugin_args.get("minCandidateNodesAbsolute", args.min_candidate_nodes_absolute)),
-            )
-            for message in args.validate():
-                errors.append(FieldError(f"{path}.pluginConfig[{config_index}].args", message))
-    config = SchedulerConfig(
+    defaults = SchedulerConfig(
         pod_initial_backoff_seconds=initial,
         pod_max_backoff_seconds=maximum,
+        percentage_of_nodes_to_score=_percentage(doc, errors, 0),
+        preemption_enabled=doc.get("disablePreemption") is not True,
+    )
+    raw_profiles = doc.get("profiles")
+    if raw_profiles is None or raw_profiles == []:
+        raw_profiles = [{}]  # upstream's default: one profile, the default scheduler
+    if not isinstance(raw_profiles, list):
+        errors.append(FieldError("profiles", "must be a list", kind="Invalid value"))
+        raw_profiles = [{}]
+    profiles: list[SchedulerConfig] = []
+    first_with_name: dict[str, int] = {}
+    for index, raw in enumerate(raw_profiles):
+        path = f"profiles[{index}]"
+        if not isinstance(raw, dict):
+            errors.append(FieldError(path, "must be a mapping"))
+            continue
+        profile = _profile(raw, path, defaults, len(raw_profiles) == 1, errors)
+        name = profile.scheduler_name
+        if name in first_with_name:
+            # Upstream: field.Duplicate(profiles[i].schedulerName, ...); its value is the earlier
+            # profile's path, which apimachinery renders as `{}`: the name and that path say more.
+            errors.append(
+                FieldError(
+                    f"{path}.schedulerName",
+                    f"also profiles[{first_with_name[name]}].schedulerName",
+                    name,
+                    kind="Duplicate value",
+                )
+            )
+        elif name:
+            first_with_name[name] = index
+        profiles.append(profile)
+    if errors:
+        raise _invalid(errors)
+    return replace(profiles[0], other_profiles=tuple(profiles[1:]))
+
+
+def _profile(
+    raw: dict[str, Any], path: str, defaults: SchedulerConfig, only: bool, errors: list[FieldError]
+) -> SchedulerConfig:
+    """One entry of `profiles` (at `path`) on top of the global `defaults`. A lone profile may omit
+    schedulerName (it is the default scheduler); with several, each must name itself."""
+    name: Any = raw.get("schedulerName")
+    if name is None and only:
+        name = DEFAULT_SCHEDULER_NAME
+    if name is None or name == "":
+        errors.append(FieldError(f"{path}.schedulerName", "", kind="Required value"))
+        name = ""
+    elif not isinstance(name, str):
+        errors.append(FieldError(f"{path}.schedulerName", "must be a string", name))
+        name = ""
+    percentage = defaults.percentage_of_nodes_to_score
+    if "percentageOfNodesToScore" in raw:
+        percentage = _percentage(raw, errors, percentage, f"{path}.")
+    disabled: set[tuple[str, str]] = set()
+    weights: list[tuple[str, int]] = []
+    plugins = raw.get("plugins") or {}
+    if not isinstance(plugins, dict):
+        errors.append(FieldError(f"{path}.plugins", "must be a mapping"))
+        plugins = {}
+    for point, sets in plugins.items():
+        point_path = f"{path}.plugins.{point}"
+        if point not in EXTENSION_POINTS:
+            errors.append(FieldError(point_path, "unknown extension point", point))
+            continue
+        if sets is None:
+            continue
+        if not isinstance(sets, dict):
+            errors.append(FieldError(point_path, "must be a mapping"))
+            continue
+        for which in ("enabled", "disabled"):
+            entries = sets.get(which) or []
+            if not isinstance(entries, list):
+                errors.append(FieldError(f"{point_path}.{which}", "must be a list"))
+                continue
+            for entry_index, entry in enumerate(entries):
+                entry_path = f"{point_path}.{which}[{entry_index}]"
+                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
+                    errors.append(FieldError(f"{entry_path}.name", "", kind="Required value"))
+                    continue
+                if which == "disabled":
+                    disabled.add((point, entry["name"]))
+                elif point in ("score", "multiPoint") and "weight" in entry:
+                    weight = entry["weight"]
+                    if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
+                        errors.append(FieldError(f"{entry_path}.weight", "must be a non-negative integer", weight))
+                        continue
+                    weights.append((entry["name"], weight))
+    args = defaults.preemption_args
+    plugin_configs = raw.get("pluginConfig") or []
+    if not isinstance(plugin_configs, list):
+        errors.append(FieldError(f"{path}.pluginConfig", "must be a list"))
+        plugin_configs = []
+    seen: set[str] = set()
+    for config_index, plugin_config in enumerate(plugin_configs):
+        config_path = f"{path}.pluginConfig[{config_index}]"
+        if not isinstance(plugin_config, dict):
+            errors.append(FieldError(config_path, "must be a mapping"))
+            continue
+        plugin_name = plugin_config.get("name")
+        if plugin_name in seen:
+            errors.append(FieldError(config_path, "", plugin_name, kind="Duplicate value"))
+            continue
+        if isinstance(plugin_name, str):
+            seen.add(plugin_name)
+        if plugin_name != "DefaultPreemption":
+            continue
+        args = _default_preemption_args(plugin_config.get("args"), f"{config_path}.args", errors) or args
+    profile = replace(
+        defaults,
+        scheduler_name=name,
         percentage_of_nodes_to_score=percentage,
-        preemption_enabled=preemption_enabled,
         preemption_args=args,
         disabled_plugins=frozenset(disabled),
         score_weights=tuple(weights),
-        scheduler_name=scheduler_name,
     )
-    if not config.plugin_enabled("postFilter", "DefaultPreemption"):
-        config = replace(config, preemption_enabled=False)
-    if errors:
-        raise _invalid(errors)
-    return config
+    if not profile.plugin_enabled("postFilter", "DefaultPreemption"):
+        profile = replace(profile, preemption_enabled=False)
+    return profile
+
+
+def _default_preemption_args(raw: Any, path: str, errors: list[FieldError]) -> DefaultPreemptionArgs | None:
+    """DefaultPreemptionArgs from a pluginConfig entry's args (upstream's defaults for what is
+    omitted); None, with the errors noted, when they are invalid."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        errors.append(FieldError(path, "must be a mapping"))
+        return None
+    defaults = DefaultPreemptionArgs()
+    values: list[int] = []
+    for key, default in (
+        ("minCandidateNodesPercentage", defaults.min_candidate_nodes_percentage),
+        ("minCandidateNodesAbsolute", defaults.min_candidate_nodes_absolute),
+    ):
+        value = raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            errors.append(FieldError(f"{path}.{key}", "must be an integer", value))
+            return None
+        values.append(value)
+    args = DefaultPreemptionArgs(values[0], values[1])
+    problems = args.validate()
+    for message in problems:
+        errors.append(FieldError(path, message))
+    return None if problems else args

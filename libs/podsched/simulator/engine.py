@@ -25,6 +25,7 @@ from podsched.plugins.registry import build_algorithm
 from podsched.preemption.evaluator import DryRunExecutor
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
+from podsched.scheduler.profile import AlgorithmProfiles, only_responsible
 from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 
 # 2026-01-01T00:00:00Z: simulated time starts here so output is reproducible.
@@ -83,18 +84,22 @@ class Simulator:
         self.queue = sq.SchedulingQueue(
             clock, self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds
         )
-        if fast:
+        run_offset = offset or (lambda n: 0)
+
+        def build(profile: SchedulerConfig) -> SchedulingAlgorithm | FastSchedulingAlgorithm:
+            if not fast:
+                return build_algorithm(profile, self.queue.nominator, offset=run_offset, rng=rng, executor=executor)
             # Same decisions as the plain path (tests/unit/test_fastpath_equivalence.py), vectorized.
             fast_algorithm = build_fast_algorithm(
-                self.config, self.queue.nominator, offset=offset or (lambda n: 0), rng=rng, executor=executor
+                profile, self.queue.nominator, offset=run_offset, rng=rng, executor=executor
             )
             self.cluster.listeners.append(fast_algorithm.track_changes())
-            self.algorithm: SchedulingAlgorithm | FastSchedulingAlgorithm = fast_algorithm
-        else:
-            self.algorithm = build_algorithm(
-                self.config, self.queue.nominator, offset=offset or (lambda n: 0), rng=rng, executor=executor
-            )
-        self.cluster.listeners.append(queue_feed(self.queue))
+            return fast_algorithm
+
+        # One algorithm per profile; a pod is scheduled by its spec.schedulerName's.
+        self.profiles = AlgorithmProfiles(self.config, build)
+        self.algorithm = self.profiles.default
+        self.cluster.listeners.append(only_responsible(self.config, queue_feed(self.queue)))
         self.rejected: list[Rejection] = []
         self.cycles: list[CycleLog] = []
 
@@ -166,8 +171,12 @@ class Simulator:
         if pod is None or pod.spec.node_name:
             self.queue.done(info.pod.uid)
             return None
+        algorithm = self.profiles.for_pod(pod)
+        if algorithm is None:  # never queued (only_responsible); kept for a pod changed meanwhile
+            self.queue.done(info.pod.uid)
+            return None
         snapshot = self.cluster.snapshot()
-        result = self.algorithm.schedule(pod, snapshot, self.cluster.pdb_list(), self.queue.nominator, self.now)
+        result = algorithm.schedule(pod, snapshot, self.cluster.pdb_list(), self.queue.nominator, self.now)
         log = CycleLog(self.now, f"{pod.namespace}/{pod.name}", info.attempts)
         if result.node_name:
             try:
