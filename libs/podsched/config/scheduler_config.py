@@ -278,8 +278,15 @@ def _default_preemption_args(raw: Any, path: str, errors: list[FieldError]) -> D
             errors.append(FieldError(f"{path}.{key}", "must be an integer", value))
             return None
         values.append(value)
-    args = DefaultPreemptionArgs(values[0], values[1])
-    problems = args.validate()
-    for message in problems:
-        errors.append(FieldError(path, message))
-    return None if problems else args
+    percentage, absolute = values
+    percentage_path, absolute_path = f"{path}.minCandidateNodesPercentage", f"{path}.minCandidateNodesAbsolute"
+    # Upstream's ValidateDefaultPreemptionArgs, field by field.
+    problems = len(errors)
+    if not 0 <= percentage <= 100:
+        errors.append(FieldError(percentage_path, "not in valid range [0, 100]", percentage))
+    if absolute < 0:
+        errors.append(FieldError(absolute_path, "not in valid range [0, inf)", absolute))
+    if percentage == 0 and absolute == 0:
+        errors.append(FieldError(percentage_path, "cannot be zero at the same time as minCandidateNodesAbsolute", 0))
+        errors.append(FieldError(absolute_path, "cannot be zero at the same time as minCandidateNodesPercentage", 0))
+    return None if len(errors) > problems else DefaultPreemptionArgs(percentage, absolute)
