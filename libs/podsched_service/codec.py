@@ -103,11 +103,14 @@ def decode_change(value: bytes) -> tuple[str, ApiObject, int]:
     object is the last state the object had."""
     record = events_pb2.ObjectChange.FromString(value)
     document = json.loads(record.object_json)
-    # A ResourceQuota's status is dropped by decoding too: every copy derives usage from its own pods.
+    # Decoding drops a PDB's status (clients may not set it), but in the binder's log that status is
+    # the disruption controller's, which every replica keeps. Taken out first: `owned=True` lets the
+    # decoder take the document apart, status included. A ResourceQuota's status is dropped for good:
+    # every copy derives usage from its own pods.
+    status = document.get("status")
     obj = decode_object(document, owned=True)
     if isinstance(obj, PodDisruptionBudget):
-        # Decoding drops a PDB's status (clients may not set it); the binder's is the truth.
-        obj.status = pdb_status_from_json(document.get("status") or {})
+        obj.status = pdb_status_from_json(status if isinstance(status, dict) else {})
     obj.metadata.resource_version = record.resource_version
     return _CHANGE_NAMES[record.type], obj, record.resource_version
 
@@ -119,6 +122,7 @@ def pdb_status_from_json(status: dict[str, Any]) -> PodDisruptionBudgetStatus:
         disruptions_allowed=int(status.get("disruptionsAllowed", 0)),
         expected_pods=int(status.get("expectedPods", 0)),
         disrupted_pods={name: parse_timestamp(moment) for name, moment in (status.get("disruptedPods") or {}).items()},
+        observed_generation=int(status.get("observedGeneration", 0)),
     )
 
 

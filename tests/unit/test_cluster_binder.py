@@ -161,7 +161,7 @@ def test_pdb_status_counts_running_matching_pods_not_being_deleted(clock: Clock)
         make_pod("c").label("app", "db").node("n1").terminating(START).obj(),
         make_pod("d").label("app", "web").node("n1").obj(),
     ]
-    status = compute_pdb_status(make_pdb("db", app="db"), pods)
+    status = compute_pdb_status(make_pdb("db", app="db"), pods, START)
     assert (status.expected_pods, status.current_healthy, status.desired_healthy, status.disruptions_allowed) == (
         3,
         2,

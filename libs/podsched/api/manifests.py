@@ -327,6 +327,7 @@ def _decode_meta(manifest: dict[str, Any], errors: list[FieldError], *, namespac
         deletion_timestamp=_timestamp(metadata, "deletionTimestamp", "metadata", errors),
         deletion_grace_period_seconds=_int64(metadata, "deletionGracePeriodSeconds", "metadata"),
         resource_version=_resource_version(metadata, errors),
+        generation=_int64(metadata, "generation", "metadata") or 0,
     )
     errors.extend(validate_object_meta(meta, namespaced=namespaced))
     return meta
@@ -994,6 +995,7 @@ def _encode_meta(meta: ObjectMeta, source: Any, *, namespaced: bool) -> dict[str
         "creationTimestamp": _timestamp_text(meta.creation_timestamp),
         "deletionTimestamp": _timestamp_text(meta.deletion_timestamp),
         "deletionGracePeriodSeconds": meta.deletion_grace_period_seconds,
+        "generation": meta.generation or None,
         "labels": dict(meta.labels),
         "annotations": dict(meta.annotations),
     }
@@ -1204,17 +1206,16 @@ def _overlay_pdb(pdb: PodDisruptionBudget, body: dict[str, Any]) -> None:
     if "selector" not in spec and pdb.selector is not None:
         spec["selector"] = _encode_label_selector(pdb.selector)
     status = pdb.status
-    body["status"] = {
-        "currentHealthy": status.current_healthy,
-        "desiredHealthy": status.desired_healthy,
-        "disruptionsAllowed": status.disruptions_allowed,
-        "expectedPods": status.expected_pods,
-    }
-    _put(
-        body["status"],
-        "disruptedPods",
-        {name: format_timestamp(moment) for name, moment in sorted(status.disrupted_pods.items())},
+    rendered: dict[str, Any] = {}
+    _put(rendered, "observedGeneration", status.observed_generation or None)
+    rendered.update(
+        currentHealthy=status.current_healthy,
+        desiredHealthy=status.desired_healthy,
+        disruptionsAllowed=status.disruptions_allowed,
+        expectedPods=status.expected_pods,
     )
+    _put(rendered, "disruptedPods", {name: format_timestamp(t) for name, t in sorted(status.disrupted_pods.items())})
+    body["status"] = rendered
 
 
 def _overlay_resource_quota(quota: ResourceQuota, body: dict[str, Any]) -> None:

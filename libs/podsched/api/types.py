@@ -64,6 +64,9 @@ class ObjectMeta:
     # named one): with deletionTimestamp it says when the pod is gone, even after a restart.
     deletion_grace_period_seconds: int | None = None
     resource_version: int = 0
+    # Set by the system on kinds whose spec changes it tracks (PodDisruptionBudget): 1 on create, +1
+    # on every spec change, as the API server does; 0 (omitted) elsewhere.
+    generation: int = 0
 
 
 @dataclass(slots=True)
@@ -376,6 +379,7 @@ class PodDisruptionBudgetStatus:
     disruptions_allowed: int = 0
     expected_pods: int = 0
     disrupted_pods: dict[str, float] = field(default_factory=dict)  # pod name -> eviction time
+    observed_generation: int = 0  # the PDB's metadata.generation this status was computed for
 
 
 @dataclass(slots=True)

@@ -266,11 +266,13 @@ class Cluster:
         if old is not None:
             meta.uid = old.metadata.uid
             meta.creation_timestamp = old.metadata.creation_timestamp
+            meta.generation = old.metadata.generation
         else:
             # Server-set fields in a manifest are ignored on create, as the API server does.
             meta.uid = self.new_uid()
             meta.creation_timestamp = self.clock()
             meta.deletion_timestamp = None
+            meta.generation = 0
         self._stamp(obj)
 
     def _store_priority_class(self, old: PriorityClass | None, new: PriorityClass, notify: bool = True) -> None:
@@ -329,9 +331,15 @@ class Cluster:
         ):
             return UNCHANGED, old
         self._new_meta(pdb, old)
+        # The API server's PDB strategy: generation 1 on create, +1 on every spec change.
+        pdb.metadata.generation = old.metadata.generation + 1 if old is not None else 1
+        if old is not None:
+            pdb.status = old.status  # eviction bookkeeping (disruptedPods) carries over
+        if self.authoritative:
+            # The disruption controller's sync of the new spec, in the same write: the stored object,
+            # the change listeners hear and the answer to the writer all carry the status at once.
+            pdb.status = self._pdb_status(pdb)
         self.pdbs[pdb.key] = pdb
-        self._dirty_pdb_namespaces.add(pdb.namespace)
-        self.refresh_pdb_status()
         self._notify(Change(MODIFIED if old else ADDED, KIND_PDB, old, pdb))
         return (CONFIGURED if old else CREATED), pdb
 
@@ -781,17 +789,25 @@ class Cluster:
 
     # --- PodDisruptionBudget status -----------------------------------------------------------
 
+    def _pdb_status(self, pdb: PodDisruptionBudget) -> PodDisruptionBudgetStatus:
+        return compute_pdb_status(pdb, (p for p in self.pods.values() if p.namespace == pdb.namespace), self.clock())
+
     def refresh_pdb_status(self) -> None:
-        """Recompute status for PDBs in namespaces whose pods changed (the disruption controller)."""
+        """The disruption controller: recompute the status of every PDB in a namespace whose pods
+        changed since the last refresh, and write each status that differs as a change of its own
+        (the controller's UpdateStatus). A PDB's own create or spec change is synced as it is stored
+        (`_apply_pdb`). Only the authoritative copy computes; replicas keep the status in the log."""
         if not self._dirty_pdb_namespaces or not self.authoritative:
             return
         dirty = self._dirty_pdb_namespaces
         self._dirty_pdb_namespaces = set()
         for key, pdb in list(self.pdbs.items()):
             if pdb.namespace in dirty:
-                status = compute_pdb_status(pdb, (p for p in self.pods.values() if p.namespace == pdb.namespace))
+                status = self._pdb_status(pdb)
                 if status != pdb.status:
-                    new = replace(pdb, status=status)
+                    # New metadata too: the version stamped on `new` must not change `pdb`, which
+                    # listeners get as the change's old state.
+                    new = replace(pdb, metadata=replace(pdb.metadata), status=status)
                     self._stamp(new)
                     self.pdbs[key] = new
                     self._notify(Change(MODIFIED, KIND_PDB, pdb, new))
@@ -829,7 +845,13 @@ def validate_resource_quota_update(old: ResourceQuota, new: ResourceQuota) -> No
         )
 
 
+# The disruption controller's DeletionTimeout: how long a pod listed in status.disruptedPods (evicted
+# through the eviction API) is expected to take to get its deletionTimestamp before the entry is dropped.
+DISRUPTION_DELETION_TIMEOUT = 120.0
+
+
 def _scaled(value: int | str, total: int, round_up: bool) -> int:
+    """intstr.GetScaledValueFromIntOrPercent: an int as is, "NN%" of `total` rounded up or down."""
     if isinstance(value, int):
         return value
     percent = int(value.rstrip("%"))
@@ -837,27 +859,60 @@ def _scaled(value: int | str, total: int, round_up: bool) -> int:
     return -(-scaled // 100) if round_up else scaled // 100
 
 
-def compute_pdb_status(pdb: PodDisruptionBudget, pods: Iterable[Pod]) -> PodDisruptionBudgetStatus:
-    """The disruption controller's arithmetic for bare pods: expected = matching pods, healthy =
-    matching Running pods not being deleted; allowed = healthy - desired, never below 0."""
+def compute_pdb_status(pdb: PodDisruptionBudget, pods: Iterable[Pod], now: float) -> PodDisruptionBudgetStatus:
+    """The disruption controller's trySync (pkg/controller/disruption) for `pods` (the namespace's pods).
+
+    Which pods: every pod the selector matches, in any phase (the controller lists them all, so a
+    Failed pod still counts as expected; an empty selector matches every pod, a missing one none).
+
+    expectedPods and desiredHealthy (getExpectedPodCount):
+      * integer minAvailable: expected = the matching pods, desired = minAvailable;
+      * maxUnavailable, or a percentage minAvailable: expected = the sum of the scale of the pods'
+        controllers (getExpectedScale). podsched stores no workload controllers, so every pod is
+        unmanaged as upstream calls it (it warns with an UnmanagedPods event and leaves such pods out
+        of the sum): expected = 0, desired = maxUnavailable subtracted from 0 and floored at 0, or the
+        percentage of 0. With 0 expected, no disruption is allowed: upstream's documented limitation
+        that budgets of bare pods can only use an integer minAvailable.
+
+    currentHealthy (countHealthyPods): matching pods not being deleted, not listed in disruptedPods
+    within DISRUPTION_DELETION_TIMEOUT, and ready. podsched has no Ready condition: its node agent
+    starts a bound pod at once, so Running is ready (as the scheduler and `simulate` see it).
+
+    disruptedPods (buildDisruptedPodMap) keeps the entries of matching pods not yet being deleted
+    whose timeout has not passed. disruptionsAllowed = currentHealthy - desiredHealthy, but 0 when
+    that is negative or nothing is expected. observedGeneration is the PDB's generation."""
     selector = pdb.selector
-    matching = [
-        p
-        for p in pods
-        if selector is not None and selector_matches(selector, p.labels) and p.status.phase != POD_FAILED
-    ]
-    expected = len(matching)
-    healthy = sum(1 for p in matching if p.status.phase == POD_RUNNING and p.metadata.deletion_timestamp is None)
-    if pdb.min_available is not None:
+    matching = [p for p in pods if selector_matches(selector, p.labels)]
+    if isinstance(pdb.min_available, int):
+        expected, desired = len(matching), pdb.min_available
+    elif pdb.min_available is not None:
+        expected = 0
         desired = _scaled(pdb.min_available, expected, round_up=True)
     elif pdb.max_unavailable is not None:
+        expected = 0
         desired = max(0, expected - _scaled(pdb.max_unavailable, expected, round_up=True))
     else:
-        desired = 0
+        expected = desired = 0
+    disrupted = {
+        p.name: pdb.status.disrupted_pods[p.name]
+        for p in matching
+        if p.metadata.deletion_timestamp is None
+        and p.name in pdb.status.disrupted_pods
+        and pdb.status.disrupted_pods[p.name] + DISRUPTION_DELETION_TIMEOUT >= now
+    }
+    healthy = sum(
+        1
+        for p in matching
+        if p.metadata.deletion_timestamp is None
+        and not (p.name in disrupted and disrupted[p.name] + DISRUPTION_DELETION_TIMEOUT > now)
+        and p.status.phase == POD_RUNNING
+    )
+    allowed = healthy - desired
     return PodDisruptionBudgetStatus(
         current_healthy=healthy,
         desired_healthy=desired,
-        disruptions_allowed=max(0, healthy - desired),
+        disruptions_allowed=allowed if expected > 0 and allowed > 0 else 0,
         expected_pods=expected,
-        disrupted_pods=dict(pdb.status.disrupted_pods),
+        disrupted_pods=disrupted,
+        observed_generation=pdb.metadata.generation,
     )
