@@ -27,10 +27,19 @@ DRY_RUN_UID = "dry-run"
 
 
 def load_scheduler_config(path: str) -> SchedulerConfig:
+    """The KubeSchedulerConfiguration PODSCHED_SCHEDULER_CONFIG names (every profile), or the
+    default scheduler's when empty. A file that cannot be read or is invalid raises ValueError
+    naming the file and the field (`profiles[1].schedulerName: Duplicate value: ...`): the service
+    exits with that line instead of starting with a configuration other than the one given."""
     if not path:
         return SchedulerConfig()
-    with open(path, encoding="utf-8") as handle:
-        return parse_scheduler_config(handle.read(), path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return parse_scheduler_config(handle.read(), path)
+    except OSError as error:
+        raise ValueError(f"PODSCHED_SCHEDULER_CONFIG: cannot read {path}: {error.strerror}") from error
+    except ApiError as error:
+        raise ValueError(f"PODSCHED_SCHEDULER_CONFIG: invalid {path}: {error.message}") from error
 
 
 class ClusterCopy:
