@@ -18,6 +18,7 @@ from podsched.cluster.state import Cluster
 from podsched.config.scheduler_config import SchedulerConfig, parse_scheduler_config
 from podsched.queue.cluster_feed import nominator_feed
 from podsched.queue.nominator import Nominator, assumed_nominations
+from podsched.scheduler.profile import only_responsible
 from podsched.scheduler.room import RoomTracker
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_proto.preemption.v1 import preemption_pb2
@@ -43,12 +44,22 @@ def load_scheduler_config(path: str) -> SchedulerConfig:
 
 
 class ClusterCopy:
-    """A replica Cluster, following the log, with the nominations it implies."""
+    """A replica Cluster, following the log, with the nominations it implies: those of pods some
+    profile of `scheduler_config` schedules (the queue's nominator holds no other, as upstream's
+    holds only the pods its queue has seen)."""
 
-    def __init__(self, bootstrap: str, prefix: str, follow_events: bool = False) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        prefix: str,
+        follow_events: bool = False,
+        scheduler_config: SchedulerConfig | None = None,
+    ) -> None:
         self.cluster = Cluster(time.time, authoritative=False)
         self.nominator = Nominator()
-        self.cluster.listeners.append(nominator_feed(self.nominator))
+        self.cluster.listeners.append(
+            only_responsible(scheduler_config or SchedulerConfig(), nominator_feed(self.nominator))
+        )
         self.room = RoomTracker(lambda: self.cluster.resource_version)
         self.cluster.listeners.append(self.room.on_change)
         self.replica = Replica(self.cluster, bootstrap, prefix, follow_events)

@@ -34,8 +34,9 @@ log = logging.getLogger(__name__)
 class FilterServicer(filter_pb2_grpc.FilterServicer):
     def __init__(self, config: FilterConfig) -> None:
         self.config = config
-        self.copy = ClusterCopy(config.kafka_bootstrap_servers, config.topic_prefix)
-        self.profiles = AlgorithmProfiles(load_scheduler_config(config.scheduler_config), self._build)
+        scheduler_config = load_scheduler_config(config.scheduler_config)
+        self.copy = ClusterCopy(config.kafka_bootstrap_servers, config.topic_prefix, scheduler_config=scheduler_config)
+        self.profiles = AlgorithmProfiles(scheduler_config, self._build)
 
     def _build(self, profile: SchedulerConfig) -> FastSchedulingAlgorithm:
         """A profile's Filter and Score. PostFilter is the preemption service's: here a pod that fits

@@ -84,8 +84,10 @@ class ProfilePostFilter:
 class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
     def __init__(self, config: PreemptionConfig) -> None:
         self.config = config
-        self.copy = ClusterCopy(config.kafka_bootstrap_servers, config.topic_prefix)
         self.scheduler_config = load_scheduler_config(config.scheduler_config)
+        self.copy = ClusterCopy(
+            config.kafka_bootstrap_servers, config.topic_prefix, scheduler_config=self.scheduler_config
+        )
         # Each pod is decided by its own profile's (spec.schedulerName).
         self.profiles = Profiles(self.scheduler_config, self._build)
         self.pool: WorkerPool | None = None

@@ -67,11 +67,10 @@ def _worker_main(settings: dict[str, Any], conn: multiprocessing.connection.Conn
 
 
 async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connection.Connection, index: int) -> None:
-    copy = ClusterCopy(settings.bootstrap, settings.prefix)
+    scheduler_config = load_scheduler_config(settings.scheduler_config)
+    copy = ClusterCopy(settings.bootstrap, settings.prefix, scheduler_config=scheduler_config)
     # The dry run filters with the plugins of the pod's profile (its spec.schedulerName).
-    frameworks = Profiles(
-        load_scheduler_config(settings.scheduler_config), lambda profile: build_framework(profile, copy.nominator)
-    )
+    frameworks = Profiles(scheduler_config, lambda profile: build_framework(profile, copy.nominator))
     await copy.replica.start()
     conn.send("ready")
     loop = asyncio.get_running_loop()

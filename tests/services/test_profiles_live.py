@@ -82,9 +82,9 @@ def test_each_profile_schedules_its_own_pods_and_other_schedulers_pods_are_left_
         pod("low-1", "low-priority", "2", node_name="n1", grace=0),
         pod("low-2", "low-priority", "2", node_name="n2", grace=0),
     )
-    # Another scheduler's pod, first in line and with room on n3: left alone. The default
-    # scheduler's pod after it takes that room.
-    apply(api, of_scheduler(pod("theirs", "high-priority", "1"), "my-scheduler"))
+    # Another scheduler's pod, first in line and with room on n3: left alone, and the nomination to
+    # n3 it carries (another scheduler's) holds no room. The default scheduler's pod takes that room.
+    apply(api, of_scheduler(pod("theirs", "high-priority", "1", status={"nominatedNodeName": "n3"}), "my-scheduler"))
     apply(api, pod("ours", "low-priority", "1"))
     api.wait(lambda: node_of(api.pods()["ours"]) == "n3", what="ours bound to n3")
     # Each profile's PostFilter: the default scheduler's pod preempts on n1, the batch scheduler's
@@ -108,7 +108,7 @@ def test_each_profile_schedules_its_own_pods_and_other_schedulers_pods_are_left_
         "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match Pod's node affinity/selector."
     )
     theirs = pods["theirs"]
-    assert not node_of(theirs) and not nominated(theirs) and theirs["status"].get("phase") == "Pending"
+    assert not node_of(theirs) and nominated(theirs) == "n3" and theirs["status"].get("phase") == "Pending"
     assert events_of(api, "theirs") == [], "never queued: no attempt, no event"
 
 

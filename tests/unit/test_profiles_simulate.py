@@ -203,3 +203,12 @@ def test_a_preemptor_nominated_to_one_node_binds_to_another_that_frees_first() -
         )
         assert deleted_at > bound_at  # the preemptor bound to n2 during the n1 victims' grace period
     assert current(simulator, "urgent").spec.node_name == "n1"
+
+
+def test_a_nomination_of_another_schedulers_pod_does_not_count() -> None:
+    """Upstream's nominator holds only pods its queue has seen: a pending pod of another scheduler
+    that carries a nominatedNodeName takes no room from this scheduler's pods."""
+    theirs = of_scheduler(pod("theirs", "high-priority", "2", status={"nominatedNodeName": "n1"}), "my-scheduler")
+    simulator = run(SchedulerConfig(), [node("n1", cpu="2"), theirs], [pod("ours", "low-priority", "2")])
+    assert current(simulator, "theirs").status.nominated_node_name == "n1"
+    assert current(simulator, "ours").spec.node_name == "n1"
