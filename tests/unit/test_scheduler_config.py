@@ -186,6 +186,11 @@ def test_the_legacy_disable_preemption_turns_preemption_off_in_every_profile() -
             "profiles:\n- schedulerName: a\n  pluginConfig:\n  - name: DefaultPreemption\n  - name: DefaultPreemption",
             'profiles[0].pluginConfig[1]: Duplicate value: "DefaultPreemption"',
         ),
+        (
+            "profiles:\n- schedulerName: a\n- schedulerName: b\n  plugins:\n    queueSort:\n"
+            "      disabled: [{name: PrioritySort}]",
+            "profiles[1].plugins.queueSort: Invalid value: must be the same for all profiles",
+        ),
     ],
     ids=[
         "two profiles with one scheduler name",
@@ -195,6 +200,7 @@ def test_the_legacy_disable_preemption_turns_preemption_off_in_every_profile() -
         "preemption args that are not numbers",
         "a profile's percentage above 100",
         "one plugin configured twice",
+        "a queue sort different from the first profile's",
     ],
 )
 def test_bad_profiles_are_rejected_naming_the_profile_and_field(text: str, message: str) -> None:

@@ -170,9 +170,24 @@ def scheduler_config_from_dict(doc: dict[str, Any]) -> SchedulerConfig:
         elif name:
             first_with_name[name] = index
         profiles.append(profile)
+    _check_common_queue_sort(raw_profiles, errors)
     if errors:
         raise _invalid(errors)
     return replace(profiles[0], other_profiles=tuple(profiles[1:]))
+
+
+def _check_common_queue_sort(raw_profiles: list[Any], errors: list[FieldError]) -> None:
+    """Upstream's validateCommonQueueSort: one queue serves every profile, so every profile's
+    queueSort plugin set must be the first profile's."""
+
+    def queue_sort(raw: Any) -> Any:
+        plugins = raw.get("plugins") if isinstance(raw, dict) else None
+        return (plugins.get("queueSort") if isinstance(plugins, dict) else None) or {}
+
+    first = queue_sort(raw_profiles[0])
+    for index, raw in enumerate(raw_profiles[1:], start=1):
+        if queue_sort(raw) != first:
+            errors.append(FieldError(f"profiles[{index}].plugins.queueSort", "must be the same for all profiles"))
 
 
 def _profile(
