@@ -1,0 +1,195 @@
+"""Running a scenario file (tests/scenarios/*.yaml) on a live stack, and telling when the live system
+is quiescent: used by test_live_parity.py (every scenario) and test_scenarios.py (a dry run predicting
+a scenario's steps)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+import yaml
+from scenarios.scenario import COMMON, Delete, Observed, Scenario, SeenEvent, disrupted_by_scheduler
+
+from live_api import Api
+from podsched_devstack.services import ServiceStack, scrape, value
+from podsched_proto.api.v1 import api_pb2
+
+QUIESCENCE_TIMEOUT = 60.0
+POLL_SECONDS = 0.2
+DEFAULT_INITIAL_BACKOFF = 1.0
+DEFAULT_MAX_BACKOFF = 10.0
+DEFAULT_SCHEDULER = "default-scheduler"
+RESOURCES = {
+    "Pod": "pods",
+    "Node": "nodes",
+    "PriorityClass": "priorityclasses",
+    "PodDisruptionBudget": "poddisruptionbudgets",
+}
+
+
+# --- running a scenario -------------------------------------------------------------------------------
+
+
+class LiveRun:
+    """One scenario on a running stack, step by step: common.yaml first, then each step followed by a
+    wait until the system is quiescent (and, before a next step, until pending pods' backoff ran out)."""
+
+    def __init__(self, scenario: Scenario, api: Api, stack: ServiceStack) -> None:
+        self.scenario, self.api, self.stack = scenario, api, stack
+        self.scheduling = Scheduling.of(scenario.config)
+        self.rejected: list[dict[str, str]] = []
+        self.disrupted: set[str] = set()
+        api.apply_text(COMMON.read_text())
+
+    def step(self, index: int) -> None:
+        step = self.scenario.steps[index]
+        if isinstance(step, Delete):
+            request = api_pb2.DeleteRequest(resource=RESOURCES[step.kind], name=step.name, namespace=step.namespace)
+            self.api.stub.Delete(request, timeout=30)
+        else:
+            self.rejected += apply_step(self.api, step, self.scenario.path.name)
+        last = index == len(self.scenario.steps) - 1
+        self.disrupted |= wait_until_quiescent(self.api, self.stack, self.scheduling, wait_out_backoff=not last)
+
+    def observe(self) -> Observed:
+        pods = self.api.pods()
+        disrupted = self.disrupted | {name for name, pod in pods.items() if disrupted_by_scheduler(pod)}
+        return Observed(pods, seen_events(self.api), list(self.rejected), disrupted)
+
+
+def run_live(scenario: Scenario, api: Api, stack: ServiceStack) -> Observed:
+    run = LiveRun(scenario, api, stack)
+    for index in range(len(scenario.steps)):
+        run.step(index)
+    return run.observe()
+
+
+def apply_step(api: Api, documents: list[dict[str, Any]], source: str) -> list[dict[str, str]]:
+    """One Apply per object, in file order, as `podsched apply -f` does; refusals are collected as the
+    simulate output lists them."""
+    rejected = []
+    for document in documents:
+        request = api_pb2.ApplyRequest(object_json=json.dumps(document).encode(), source=source)
+        try:
+            api.stub.Apply(request, timeout=30)
+        except grpc.RpcError as error:
+            if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise
+            metadata = document.get("metadata") or {}
+            kind = str(document.get("kind", ""))
+            namespaced = kind in ("Pod", "PodDisruptionBudget", "ResourceQuota")
+            rejected.append(
+                {
+                    "kind": kind,
+                    "namespace": str(metadata.get("namespace") or ("default" if namespaced else "")),
+                    "name": str(metadata.get("name", "")),
+                    "message": str(error.details()),
+                }
+            )
+    return rejected
+
+
+def seen_events(api: Api) -> list[SeenEvent]:
+    events = sorted(api.events(), key=lambda e: e.sequence)
+    return [
+        SeenEvent(e.reason, e.involved_object.name, e.message, e.related.name, _seconds(e.event_time))
+        for e in events
+        if e.involved_object.kind == "Pod"
+    ]
+
+
+def _seconds(stamp: Any) -> float:
+    return float(stamp.seconds) + float(stamp.nanos) / 1e9
+
+
+# --- quiescence ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scheduling:
+    """What of the scenario's KubeSchedulerConfiguration quiescence depends on."""
+
+    initial_backoff: float = DEFAULT_INITIAL_BACKOFF
+    max_backoff: float = DEFAULT_MAX_BACKOFF
+    # The profiles' schedulerNames: a pod naming another scheduler is never queued, never fails.
+    scheduler_names: frozenset[str] = frozenset({DEFAULT_SCHEDULER})
+
+    @staticmethod
+    def of(config: str) -> Scheduling:
+        parsed = yaml.safe_load(config) if config else None
+        parsed = parsed if isinstance(parsed, dict) else {}
+        profiles = parsed.get("profiles") or [{}]
+        return Scheduling(
+            float(parsed.get("podInitialBackoffSeconds", DEFAULT_INITIAL_BACKOFF)),
+            float(parsed.get("podMaxBackoffSeconds", DEFAULT_MAX_BACKOFF)),
+            frozenset(str(p.get("schedulerName") or DEFAULT_SCHEDULER) for p in profiles),
+        )
+
+
+def busy_reason(
+    pods: dict[str, dict[str, Any]],
+    events: list[Any],
+    samples: dict[Any, float],
+    scheduling: Scheduling,
+    wait_out_backoff: bool,
+) -> str:
+    """Why the system may still change on its own ("" if nothing would): a pod terminating, a pod in
+    activeQ or backoffQ, a pending pod that has not failed an attempt since it was stored, or one
+    whose backoff has not run out (then a later step would find it in backoffQ instead of where
+    simulate finds it: in simulate no time passes between a failure and the next file)."""
+    for queue in ("active", "backoff"):
+        if value(samples, "scheduler_pending_pods", queue=queue):
+            return f"{queue}Q is not empty"
+    failures: dict[str, list[Any]] = {}
+    for event in events:
+        if event.reason == "FailedScheduling":
+            failures.setdefault(event.involved_object.uid, []).append(event)
+    now = time.time()
+    for name, pod in pods.items():
+        metadata, spec = pod["metadata"], pod.get("spec", {})
+        if metadata.get("deletionTimestamp"):
+            return f"pod {name} is terminating"
+        if spec.get("nodeName") or spec.get("schedulerName", DEFAULT_SCHEDULER) not in scheduling.scheduler_names:
+            continue
+        failed = failures.get(metadata.get("uid", ""), [])
+        if not failed:
+            return f"pod {name} is pending and has not failed an attempt yet"
+        if not wait_out_backoff:
+            continue
+        attempts = sum(max(e.count, 1) for e in failed)
+        last = max(max(_seconds(e.event_time), _seconds(e.last_time)) for e in failed)
+        waits = min(scheduling.initial_backoff * 2 ** (attempts - 1), scheduling.max_backoff)
+        if now < last + waits:
+            return f"pod {name} is backing off"
+    return ""
+
+
+def wait_until_quiescent(api: Api, stack: ServiceStack, scheduling: Scheduling, wait_out_backoff: bool) -> set[str]:
+    """Poll until nothing would change on its own, and the pods, the events and the queue's attempt
+    count are the same on two polls in a row (a cycle in flight shows in none of the gauges).
+    `wait_out_backoff`: also until every pending pod's backoff has run out (before a next step).
+    Returns the pods seen carrying the scheduler's DisruptionTarget condition on the way."""
+    deadline = time.monotonic() + QUIESCENCE_TIMEOUT
+    previous: Any = None
+    disrupted: set[str] = set()
+    reason = "not polled yet"
+    while time.monotonic() < deadline:
+        samples = scrape(stack.metrics_url("queue"))
+        pods = api.pods()
+        events = api.events()
+        disrupted |= {name for name, pod in pods.items() if disrupted_by_scheduler(pod)}
+        reason = busy_reason(pods, events, samples, scheduling, wait_out_backoff)
+        attempts = sum(v for (name, _), v in samples.items() if name == "scheduler_schedule_attempts_total")
+        fingerprint = (
+            json.dumps(pods, sort_keys=True),
+            [(e.sequence, e.count) for e in events],
+            attempts,
+        )
+        if not reason and fingerprint == previous:
+            return disrupted
+        previous = None if reason else fingerprint
+        time.sleep(POLL_SECONDS)
+    raise AssertionError(f"the system did not become quiescent within {QUIESCENCE_TIMEOUT}s: {reason}")
