@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv protos lint test test-unit kafka-install jaeger-install run up down status simulate bench-core bench bench-ab certs clean
+.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install run up down status simulate bench-core bench bench-ab certs clean
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -49,6 +49,10 @@ kafka-install: $(STAMP)
 
 jaeger-install: $(STAMP)
 	$(PY) -m podsched_devstack.jaeger install
+
+# The upstream kube-scheduler oracle (tests/oracle/upstream) built into ~/.cache/podsched/upstream (needs Go 1.26; ~7 min once).
+oracle-install: $(STAMP)
+	$(PY) -m podsched_devstack.upstream install
 
 test: lint protos kafka-install jaeger-install
 	$(PY) -m pytest -q

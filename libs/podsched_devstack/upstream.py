@@ -1,0 +1,216 @@
+"""Build the upstream oracle: the real kube-scheduler on a cluster given as manifests.
+
+The oracle is a small Go program in ``tests/oracle/upstream`` (its own module, requiring
+``k8s.io/kubernetes`` v1.37.2 from the Go module proxy). It runs upstream's ``scheduler.New`` with
+the default profile on a fake clientset and a simulated clock and prints what it decided as JSON;
+``podsched simulate`` is compared against it. This module builds it into
+``<cache>/upstream/<hash of go.mod, go.sum and the .go files>/oracle``, so a changed source gives a
+fresh build and an unchanged one is reused.
+
+CLI::
+
+    python -m podsched_devstack.upstream install   # build (first time ~7 min, ~3 GB of memory)
+    python -m podsched_devstack.upstream path      # print the binary's path (exit 1 if not built)
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .kafka import DevstackError, _file_lock, _tail, cache_root, repo_root
+
+__all__ = [
+    "INSTALL_COMMAND",
+    "UPSTREAM_VERSION",
+    "ensure_oracle_built",
+    "oracle_binary",
+    "oracle_source_dir",
+]
+
+#: The k8s.io/kubernetes version the oracle runs (its go.mod pins it; this is for messages).
+UPSTREAM_VERSION = "v1.37.2"
+INSTALL_COMMAND = "make oracle-install  (or: .venv/bin/python -m podsched_devstack.upstream install)"
+INSTALL_HINT = (
+    "install Go 1.26 or newer (https://go.dev/dl/, e.g. go1.26.8.linux-amd64.tar.gz unpacked into /usr/local, "
+    "with /usr/local/go/bin on PATH): k8s.io/kubernetes v1.37.2 needs go 1.26"
+)
+_SOURCE_RELPATH = Path("tests/oracle/upstream")
+
+
+def _progress(message: str) -> None:
+    print(f"[oracle] {message}", file=sys.stderr, flush=True)
+
+
+def oracle_source_dir() -> Path:
+    """The oracle's Go module in this checkout."""
+    return repo_root() / _SOURCE_RELPATH
+
+
+def _source_files(source: Path) -> list[Path]:
+    files = [source / "go.mod", source / "go.sum", *sorted(source.glob("*.go"))]
+    missing = [str(path) for path in files if not path.is_file()]
+    if missing:
+        raise DevstackError(f"the oracle's sources are incomplete: missing {', '.join(missing)}")
+    return files
+
+
+def source_hash(source: Path | None = None) -> str:
+    """A hash of go.mod, go.sum and every .go file (names and contents): the build's cache key."""
+    source = source or oracle_source_dir()
+    digest = hashlib.sha256()
+    for path in _source_files(source):
+        digest.update(path.name.encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _binary_for(digest: str) -> Path:
+    return cache_root() / "upstream" / digest / "oracle"
+
+
+def _installed(binary: Path) -> bool:
+    return binary.is_file() and os.access(binary, os.X_OK)
+
+
+def oracle_binary() -> Path:
+    """The oracle built from the current sources; raises (saying how to build it) if there is none."""
+    binary = _binary_for(source_hash())
+    if not _installed(binary):
+        raise DevstackError(
+            f"the upstream oracle is not built for the current sources (expected {binary}); build it with: "
+            + INSTALL_COMMAND
+        )
+    return binary
+
+
+def _go_env() -> dict[str, str]:
+    env = dict(os.environ)
+    flags = [flag for flag in env.get("GOFLAGS", "").split() if not flag.startswith("-mod=")]
+    env.update(
+        {
+            "GO111MODULE": "on",
+            "GOWORK": "off",  # a go.work above the checkout must not take part
+            "GOTOOLCHAIN": "local",  # never download another Go toolchain behind the user's back
+            "CGO_ENABLED": "0",
+            # -mod=mod: go.sum may lack a hash the build needs on another Go patch release; let go add it
+            # (from the module proxy and the checksum database) instead of failing.
+            "GOFLAGS": " ".join([*flags, "-mod=mod"]),
+        }
+    )
+    return env
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = text.strip().removeprefix("go").split(".")
+    out: list[int] = []
+    for part in parts[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits or 0))
+    return tuple(out)
+
+
+def ensure_oracle_built(progress: Callable[[str], None] = _progress) -> Path:
+    """Build the oracle for the current sources unless already built; return the binary's path.
+
+    The first build compiles most of client-go and the scheduler: about 7 minutes and 3 GB of memory on
+    2 cores (allow more on a busy machine); with Go's build cache warm a rebuild takes seconds. The build
+    runs in a copy of the sources under the cache, so the checkout gets no build files.
+    """
+    source = oracle_source_dir()
+    digest = source_hash(source)
+    binary = _binary_for(digest)
+    if _installed(binary):
+        progress(f"up to date: {binary}")
+        return binary
+    go = shutil.which("go")
+    if go is None:
+        raise DevstackError(f"`go` is not on PATH. The upstream oracle is built from source with Go: {INSTALL_HINT}")
+    with _file_lock(binary.parent / ".install.lock"):
+        if _installed(binary):  # another process finished the build while we waited for the lock
+            return binary
+        _build(go, source, binary, progress)
+    return binary
+
+
+def _build(go: str, source: Path, binary: Path, progress: Callable[[str], None]) -> None:
+    began = time.monotonic()
+    version = subprocess.run(
+        [go, "env", "GOVERSION"], env=_go_env(), capture_output=True, text=True, check=False
+    ).stdout.strip()
+    if _version_tuple(version) < (1, 26):
+        raise DevstackError(
+            f"k8s.io/kubernetes {UPSTREAM_VERSION} needs Go 1.26, but `{go}` is {version}: {INSTALL_HINT}"
+        )
+    # A private copy of the module: `go build -mod=mod` may touch go.mod/go.sum, never in the checkout.
+    work = binary.parent / "src"
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    for path in _source_files(source):
+        shutil.copy2(path, work / path.name)
+    partial = binary.with_name(f"{binary.name}.partial-{os.getpid()}")
+    log_path = binary.parent / "build.log"
+    cmd = [go, "build", "-trimpath", "-o", str(partial), "."]
+    progress(f"building the upstream oracle (k8s.io/kubernetes {UPSTREAM_VERSION}) with {version}")
+    progress("the first build takes ~7 min and ~3 GB of memory; later ones reuse Go's build cache")
+    progress(f"log: {log_path}")
+    with log_path.open("w") as log:
+        log.write(f"$ {shlex.join(cmd)}  (in {work})\n")
+        log.flush()
+        proc = subprocess.Popen(
+            cmd, cwd=work, env=_go_env(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+        )
+        try:
+            while True:
+                try:
+                    code = proc.wait(timeout=60)
+                    break
+                except subprocess.TimeoutExpired:
+                    progress(f"still compiling ({time.monotonic() - began:.0f} s so far)")
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            partial.unlink(missing_ok=True)
+            raise
+    if code != 0 or not _installed(partial):
+        partial.unlink(missing_ok=True)
+        raise DevstackError(
+            f"building the upstream oracle failed (exit {code}); command: {shlex.join(cmd)} (in {work})\n"
+            + _tail(log_path, 40)
+        )
+    partial.rename(binary)
+    progress(f"built in {time.monotonic() - began:.0f} s: {binary}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m podsched_devstack.upstream",
+        description=f"Build the upstream kube-scheduler oracle (k8s.io/kubernetes {UPSTREAM_VERSION}).",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("install", help="build the oracle for the current sources into the cache (once)")
+    sub.add_parser("path", help="print the built oracle's path (exit 1 if it is not built)")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "install":
+            print(ensure_oracle_built())
+            return 0
+        print(oracle_binary())
+        return 0
+    except DevstackError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,384 @@
+package main
+
+// One cluster: the real scheduler (scheduler.New, default profile, default feature gates) on a fake
+// clientset served by apiServer, driven on a fake clock until nothing changes.
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler"
+	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+const upstreamVersion = "v1.37.2"
+
+// Simulated time starts where `podsched simulate` starts it (2026-01-01T00:00:00Z), on a whole
+// second: timestamps pass through JSON (strategic merge patches) at second precision.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// podMaxInUnschedulablePodsDuration is the scheduler's default (5 minutes).
+const podMaxInUnschedulablePodsDuration = 5 * time.Minute
+
+// settleTimeout bounds the wall time one settle may take: a cluster normally settles in
+// milliseconds, so hitting it means the oracle's idea of "idle" and the scheduler disagree.
+const settleTimeout = 60 * time.Second
+
+type cluster struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	clock   *testingclock.FakeClock
+	api     *apiServer
+	factory informers.SharedInformerFactory
+	counts  *handlerCounts
+	sched   *scheduler.Scheduler
+	queue   *internalqueue.PriorityQueue
+	fw      framework.Framework
+	runDone chan struct{}
+	logger  klog.Logger
+	// gate holds the scheduling loop while a file's objects are being created (see holdPops).
+	gate atomic.Bool
+	kick chan struct{}
+}
+
+func newCluster(parent context.Context, seed int64) (*cluster, error) {
+	ctx, cancel := context.WithCancel(parent)
+	c := &cluster{ctx: ctx, cancel: cancel, clock: testingclock.NewFakeClock(epoch), logger: klog.FromContext(ctx),
+		kick: make(chan struct{}, 1)}
+	c.api = newAPIServer(c.clock)
+	cs := fake.NewClientset()
+	c.api.install(&cs.Fake)
+	c.factory = informers.NewSharedInformerFactory(cs, 0)
+	c.counts = newHandlerCounts(c.wake)
+	wrapped := wrapFactory(c.factory, c.counts)
+	sched, err := scheduler.New(ctx, cs, wrapped, nil,
+		func(string) events.EventRecorderLogger { return recorder{log: c.api.log} },
+		scheduler.WithClock(c.clock))
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("scheduler.New: %w", err)
+	}
+	c.sched = sched
+	q, ok := sched.SchedulingQueue.(*internalqueue.PriorityQueue)
+	if !ok {
+		cancel()
+		return nil, fmt.Errorf("unexpected scheduling queue type %T", sched.SchedulingQueue)
+	}
+	c.queue = q
+	c.holdPops()
+	c.fw = sched.Profiles[v1.DefaultSchedulerName]
+	if c.fw == nil {
+		cancel()
+		return nil, fmt.Errorf("no %s profile", v1.DefaultSchedulerName)
+	}
+	// The disruption controller's side is the PDB lister the preemption plugin reads: count its
+	// events too, so a budget's new status is known to have reached that lister.
+	if _, err := c.factory.Policy().V1().PodDisruptionBudgets().Informer().AddEventHandler(c.counts.handler(pdbsGVR, nil)); err != nil {
+		cancel()
+		return nil, err
+	}
+	c.factory.Start(ctx.Done())
+	for typ, synced := range c.factory.WaitForCacheSync(ctx.Done()) {
+		if !synced {
+			c.close()
+			return nil, fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	if err := sched.WaitForHandlersSync(ctx); err != nil {
+		c.close()
+		return nil, err
+	}
+	// Upstream breaks ties at random (selectHost among equal scores, the preemption candidates'
+	// starting offset) with math/rand's global source. Seeded (main.go turns GODEBUG randseednop
+	// off), and with attempts one at a time, a cluster gets the same answer on every run; other
+	// seeds show the other answers upstream could give.
+	rand.Seed(seed) //nolint:staticcheck // deprecated, but the only handle on the global source
+	c.runDone = make(chan struct{})
+	go func() {
+		defer close(c.runDone)
+		sched.Run(ctx)
+	}()
+	return c, nil
+}
+
+// holdPops wraps the scheduler's NextEntity (its queue's Pop) so that the scheduling loop only
+// asks the queue for a pod when the gate is open, the queue has one to give and the previous
+// attempt has fully played out.
+//
+//   - The gate: `podsched simulate` creates all of a file's objects and then schedules; a scheduler
+//     running while the pods arrive one by one would take the first pod before the others (of maybe
+//     higher priority) exist. So the gate is closed while a file is applied and opens once the
+//     scheduler's handlers have seen all of it; and the loop never waits inside Pop, where a newly
+//     added pod would be handed over at once.
+//   - One attempt at a time (settled): upstream binds in a goroutine and actuates preemption in
+//     another (SchedulerAsyncPreemption), so the next scheduling cycle may start before the API
+//     has seen the last one's bind or deletions. With real API latency that overlap is real, but
+//     here it would be a race decided by goroutine timing: results would vary from run to run.
+//     Waiting until the bind or the victims' deletions are done and their watch events handled
+//     makes every attempt see the cluster as a fast API server would show it, as simulate does.
+func (c *cluster) holdPops() {
+	pop := c.sched.NextEntity
+	c.sched.NextEntity = func(logger klog.Logger) (framework.QueuedEntityInfo, error) {
+		for {
+			if c.ctx.Err() != nil {
+				return nil, nil
+			}
+			// Pop takes from backoffQ when activeQ is empty (SchedulerPopFromBackoffQ).
+			if c.gate.Load() && (len(c.queue.PodsInActiveQ()) > 0 || len(c.queue.PodsInBackoffQ()) > 0) && c.settled() {
+				c.tick()
+				return pop(logger)
+			}
+			select {
+			case <-c.ctx.Done():
+			case <-c.kick:
+			case <-time.After(time.Millisecond): // queue moves that no handler sees (backoff flush)
+			}
+		}
+	}
+}
+
+// tick moves the simulated clock by a nanosecond: once per object created and per scheduling
+// attempt. The queue orders pods of equal priority by the time they were (re)queued; on a frozen
+// clock those would all tie and the heap would order them arbitrarily, where a real cluster, whose
+// clock moves, takes them first come, first served (as simulate does). Stored times are whole
+// seconds (apiServer.now), so the nanoseconds change nothing else.
+func (c *cluster) tick() {
+	c.clock.Step(time.Nanosecond)
+}
+
+// wake tells a waiting scheduling loop to look at the queue again.
+func (c *cluster) wake() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (c *cluster) close() {
+	c.cancel()
+	if c.runDone != nil {
+		<-c.runDone
+	}
+	c.factory.Shutdown()
+	c.api.stopWatchers()
+}
+
+// applyFile creates a file's objects in document order (each admitted as the apiserver would),
+// then lets the scheduler run until nothing changes, as `podsched simulate -f` does per file.
+func (c *cluster) applyFile(name string, data []byte) error {
+	manifests, err := decodeFile(name, data)
+	if err != nil {
+		return err
+	}
+	c.gate.Store(false)
+	for _, m := range manifests {
+		obj, err := c.api.admit(m)
+		if err != nil {
+			return err
+		}
+		c.tick()
+		if err := c.api.Add(obj); err != nil {
+			return badInput("%s: %v", m.source, err)
+		}
+		// One at a time, so that each pod enters the queue at its own (ticked) time.
+		if err := c.waitHandlers(); err != nil {
+			return err
+		}
+	}
+	c.gate.Store(true)
+	c.wake()
+	return c.settle()
+}
+
+// settle runs the scheduler until nothing changes. When it is idle, simulated time jumps to the
+// next thing that can happen: the end of a victim's grace period (the kubelet then removes the
+// pod) or, for a pod in backoff the scheduler did not pop, one second (backoff is whole seconds).
+// It stops when only unschedulable pods remain and nothing is terminating.
+func (c *cluster) settle() error {
+	for range 100000 {
+		backoff, err := c.waitIdle()
+		if err != nil {
+			return err
+		}
+		now := c.clock.Now()
+		next, terminating := c.api.nextTermination()
+		switch {
+		case backoff && (!terminating || next.After(now.Add(time.Second))):
+			next = now.Add(time.Second)
+		case !terminating:
+			return nil
+		}
+		if next.After(now) {
+			c.clock.SetTime(next)
+		}
+		c.api.reap(c.clock.Now())
+		c.flushUnschedulableLeftover()
+	}
+	return fmt.Errorf("the cluster did not settle after 100000 time steps")
+}
+
+// flushUnschedulableLeftover does what the queue's flushUnschedulableEntitiesLeftover does, at the
+// moments `podsched simulate` does it. Upstream runs that flush every 30 s of wall time (wait.Until,
+// not the injected clock), so on a simulated clock it would never run at all. simulate instead
+// retries, after each jump of simulated time, the pods that have waited in the unschedulable pool
+// longer than podMaxInUnschedulablePodsDuration (5 min); the oracle does the same so that both
+// sides are compared under one rule. It only matters when grace periods add up to more than 5
+// minutes: otherwise no pod waits that long.
+func (c *cluster) flushUnschedulableLeftover() {
+	now := c.clock.Now()
+	move := sets.New[string]()
+	for _, pod := range c.queue.UnschedulablePods() {
+		info, ok := c.queue.GetPod(pod.Name, pod.Namespace, nil)
+		if !ok {
+			continue
+		}
+		last := info.GetTimestamp()
+		if flushed := info.GetFlushTimestamp(); flushed.After(last) {
+			last = flushed
+		}
+		if now.Sub(last) > podMaxInUnschedulablePodsDuration {
+			info.SetWasFlushedFromUnschedulable(true)
+			info.SetFlushTimestamp(now)
+			move.Insert(pod.Namespace + "/" + pod.Name)
+		}
+	}
+	if move.Len() == 0 {
+		return
+	}
+	c.queue.MoveAllToActiveOrBackoffQueue(c.logger, framework.EventUnschedulableTimeout, nil, nil, func(pod *v1.Pod) bool {
+		return move.Has(pod.Namespace + "/" + pod.Name)
+	})
+}
+
+// waitIdle polls until the scheduler is idle: every watch event has been handled by every
+// scheduler event handler (and the PDB lister), activeQ is empty, no pod is in flight (scheduling
+// or binding cycle), no asynchronous preemption is still issuing its API calls, and the backoffQ
+// is empty. With SchedulerPopFromBackoffQ (beta, on) the scheduler pops from backoffQ when activeQ
+// is empty, so backoff needs no clock; a pod it leaves there (the error backoff queue) is reported
+// (true) once the state has held still for a while, so settle can move the clock for it.
+func (c *cluster) waitIdle() (bool, error) {
+	deadline := time.Now().Add(settleTimeout)
+	sleep := 50 * time.Microsecond
+	stillSince := time.Time{}
+	for {
+		quiet, backoff := c.quiet()
+		if quiet && !backoff {
+			return false, nil
+		}
+		if quiet && backoff {
+			if stillSince.IsZero() {
+				stillSince = time.Now()
+			} else if time.Since(stillSince) > 20*time.Millisecond {
+				return true, nil
+			}
+		} else {
+			stillSince = time.Time{}
+		}
+		if time.Now().After(deadline) {
+			return false, fmt.Errorf("the scheduler did not become idle within %s: %s", settleTimeout, c.describe())
+		}
+		time.Sleep(sleep)
+		if sleep < 2*time.Millisecond {
+			sleep *= 2
+		}
+	}
+}
+
+// waitHandlers waits until the scheduler's handlers have seen every change made so far.
+func (c *cluster) waitHandlers() error {
+	deadline := time.Now().Add(settleTimeout)
+	for !c.counts.caughtUp(c.api) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the scheduler's event handlers did not catch up within %s: %s", settleTimeout, c.counts.describe(c.api))
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+	return nil
+}
+
+// settled: every change is in the scheduler's cache and queue, no pod is in a scheduling or binding
+// cycle, and no asynchronous preemption is still issuing API calls.
+func (c *cluster) settled() bool {
+	if !c.counts.caughtUp(c.api) || len(c.queue.InFlightPods()) > 0 || c.preempting() {
+		return false
+	}
+	// Read the counts again: the checks above may have raced with a handler still running.
+	return c.counts.caughtUp(c.api)
+}
+
+func (c *cluster) quiet() (quiet bool, backoff bool) {
+	if len(c.queue.PodsInActiveQ()) > 0 || !c.settled() || len(c.queue.PodsInActiveQ()) > 0 {
+		return false, false
+	}
+	return true, len(c.queue.PodsInBackoffQ()) > 0
+}
+
+// preempting tells whether an asynchronous preemption (SchedulerAsyncPreemption, beta, on) is still
+// under way: its goroutine outlives the preemptor's scheduling cycle, and while it runs the
+// DefaultPreemption plugin's PreEnqueue holds the preemptor back. That PreEnqueue is the only
+// public view of it, so ask it about every pending pod.
+func (c *cluster) preempting() bool {
+	var gates []fwk.PreEnqueuePlugin
+	for _, pl := range c.fw.PreEnqueuePlugins() {
+		if pl.Name() == "DefaultPreemption" {
+			gates = append(gates, pl)
+		}
+	}
+	if len(gates) == 0 {
+		return false
+	}
+	for _, pod := range c.api.pods() {
+		if pod.Spec.NodeName != "" || pod.Spec.SchedulerName != v1.DefaultSchedulerName {
+			continue
+		}
+		for _, pl := range gates {
+			if st := pl.PreEnqueue(c.ctx, pod); !st.IsSuccess() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *cluster) describe() string {
+	return fmt.Sprintf("handlers %s, activeQ %d, backoffQ %d, in flight %d, preempting %v",
+		c.counts.describe(c.api), len(c.queue.PodsInActiveQ()), len(c.queue.PodsInBackoffQ()),
+		len(c.queue.InFlightPods()), c.preempting())
+}
+
+// result is what the scheduler decided, plus each pod's final state.
+func (c *cluster) result() result {
+	return c.api.log.result()
+}
+
+// runFiles runs one cluster from its files, in order, on a fresh clientset and scheduler.
+func runFiles(ctx context.Context, files []namedFile, seed int64) (result, error) {
+	c, err := newCluster(ctx, seed)
+	if err != nil {
+		return result{}, err
+	}
+	defer c.close()
+	for _, f := range files {
+		if err := c.applyFile(f.name, f.data); err != nil {
+			return result{}, err
+		}
+	}
+	return c.result(), nil
+}
+
+type namedFile struct {
+	name string
+	data []byte
+}
