@@ -3,8 +3,9 @@
 The same queue, framework, preemption and cluster code as the services, wired directly:
 apply a file's objects -> schedule until nothing changes (grace periods and backoff elapse in
 simulated time) -> next file. Every profile of the configuration schedules the pods whose
-spec.schedulerName names it (podsched.scheduler.profile); other pods are never queued. Deterministic: the preemption candidate offset is 0 and score ties
-go to the first node in node order, unless an offset/RNG is injected.
+spec.schedulerName names it (podsched.scheduler.profile); other pods are never queued.
+Deterministic: the preemption candidate offset is 0 and score ties go to the first node in node
+order, unless an offset/RNG is injected.
 """
 
 from __future__ import annotations
