@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 
 from manifest_dicts import COMMON, node, pod
@@ -28,8 +29,13 @@ TWO_PROFILES = (
 )
 
 
-def run(config: SchedulerConfig, *steps: list[dict[str, Any]]) -> Simulator:
-    simulator = Simulator(config)
+@pytest.fixture(params=[True, False], ids=["fast path", "plain path"])
+def fast(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
+
+
+def run(fast: bool, config: SchedulerConfig, *steps: list[dict[str, Any]]) -> Simulator:
+    simulator = Simulator(config, fast=fast)
     assert not simulator.apply_text(COMMON.read_text(), "common.yaml")
     for index, documents in enumerate(steps):
         assert not simulator.apply_text(yaml.safe_dump_all(documents), f"step{index}.yaml")
@@ -50,8 +56,9 @@ def reasons(simulator: Simulator, name: str) -> list[str]:
     return [e.reason for e in simulator.cluster.events if e.involved_object.name == name]
 
 
-def test_a_pod_for_another_scheduler_is_left_alone_even_with_room() -> None:
+def test_a_pod_for_another_scheduler_is_left_alone_even_with_room(fast: bool) -> None:
     simulator = run(
+        fast,
         parse_scheduler_config(TWO_PROFILES),
         [
             node("n1"),
@@ -66,16 +73,17 @@ def test_a_pod_for_another_scheduler_is_left_alone_even_with_room() -> None:
     assert current(simulator, "ours").spec.node_name == "n1"
 
 
-def test_a_pod_for_another_scheduler_is_left_alone_under_the_default_configuration_too() -> None:
-    simulator = run(SchedulerConfig(), [node("n1"), of_scheduler(pod("theirs", "high-priority", "1"), "other")])
+def test_a_pod_for_another_scheduler_is_left_alone_under_the_default_configuration_too(fast: bool) -> None:
+    simulator = run(fast, SchedulerConfig(), [node("n1"), of_scheduler(pod("theirs", "high-priority", "1"), "other")])
     assert not current(simulator, "theirs").spec.node_name
     assert simulator.cycles == [] and simulator.cluster.events == []
 
 
-def test_each_profile_uses_its_own_post_filter() -> None:
+def test_each_profile_uses_its_own_post_filter(fast: bool) -> None:
     """Both pods fit only by preempting: the default profile's pod preempts, the pod of the profile
     with DefaultPreemption disabled waits with the Filter diagnosis alone."""
     simulator = run(
+        fast,
         parse_scheduler_config(TWO_PROFILES),
         [node("n1", cpu="2"), pod("low-1", "low-priority", "1", node_name="n1", grace=0)],
         [node("n2", cpu="2"), pod("low-2", "low-priority", "2", node_name="n2", grace=0)],
@@ -101,7 +109,7 @@ def test_each_profile_uses_its_own_post_filter() -> None:
     assert current(simulator, "low-2").spec.node_name == "n2" and current(simulator, "low-2").status.phase == "Running"
 
 
-def test_each_profile_uses_its_own_filter_plugins() -> None:
+def test_each_profile_uses_its_own_filter_plugins(fast: bool) -> None:
     config = parse_scheduler_config(
         HEADER
         + """profiles:
@@ -115,6 +123,7 @@ def test_each_profile_uses_its_own_filter_plugins() -> None:
     tainted = node("n1")
     tainted["spec"] = {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}
     simulator = run(
+        fast,
         config,
         [
             tainted,
@@ -130,9 +139,10 @@ def test_each_profile_uses_its_own_filter_plugins() -> None:
     )
 
 
-def test_a_pod_of_one_profile_preempts_a_lower_priority_pod_of_another() -> None:
+def test_a_pod_of_one_profile_preempts_a_lower_priority_pod_of_another(fast: bool) -> None:
     config = parse_scheduler_config(TWO_PROFILES)
     simulator = run(
+        fast,
         config,
         [node("n1", cpu="2"), of_scheduler(pod("batch", "low-priority", "2", grace=5), "no-preemption")],
         [pod("urgent", "high-priority", "2")],
@@ -143,11 +153,12 @@ def test_a_pod_of_one_profile_preempts_a_lower_priority_pod_of_another() -> None
     assert current(simulator, "urgent").spec.node_name == "n1"
 
 
-def test_a_nomination_of_one_profile_keeps_a_lower_priority_pod_of_another_off_the_node() -> None:
+def test_a_nomination_of_one_profile_keeps_a_lower_priority_pod_of_another_off_the_node(fast: bool) -> None:
     """`high` (default profile) preempts on n1 and is nominated there while its victim terminates;
     `small`, of the other profile and lower priority, would fit beside the victim's room but not beside
     the nominated `high`, and is kept off n1 until `high` binds."""
     simulator = run(
+        fast,
         parse_scheduler_config(TWO_PROFILES),
         [node("n1", cpu="2"), pod("victim", "low-priority", "2", node_name="n1", grace=30)],
         [
@@ -164,7 +175,7 @@ def test_a_nomination_of_one_profile_keeps_a_lower_priority_pod_of_another_off_t
     assert current(simulator, "high").spec.node_name == current(simulator, "small").spec.node_name == "n1"
 
 
-def test_a_preemptor_nominated_to_one_node_binds_to_another_that_frees_first() -> None:
+def test_a_preemptor_nominated_to_one_node_binds_to_another_that_frees_first(fast: bool) -> None:
     """`preemptor` preempts the two low pods on n1 (3 s grace) rather than the mid pod on n2 and is
     nominated to n1; `urgent` (lower than the preemptor, higher than the mid pod) then preempts the
     mid pod on n2 (1 s grace). When n2 frees, the preemptor's retry tries n1 first, which is still
@@ -178,6 +189,7 @@ def test_a_preemptor_nominated_to_one_node_binds_to_another_that_frees_first() -
         "value": 100000,
     }
     simulator = run(
+        fast,
         SchedulerConfig(),
         [
             urgent_class,
@@ -205,10 +217,10 @@ def test_a_preemptor_nominated_to_one_node_binds_to_another_that_frees_first() -
     assert current(simulator, "urgent").spec.node_name == "n1"
 
 
-def test_a_nomination_of_another_schedulers_pod_does_not_count() -> None:
+def test_a_nomination_of_another_schedulers_pod_does_not_count(fast: bool) -> None:
     """Upstream's nominator holds only pods its queue has seen: a pending pod of another scheduler
     that carries a nominatedNodeName takes no room from this scheduler's pods."""
     theirs = of_scheduler(pod("theirs", "high-priority", "2", status={"nominatedNodeName": "n1"}), "my-scheduler")
-    simulator = run(SchedulerConfig(), [node("n1", cpu="2"), theirs], [pod("ours", "low-priority", "2")])
+    simulator = run(fast, SchedulerConfig(), [node("n1", cpu="2"), theirs], [pod("ours", "low-priority", "2")])
     assert current(simulator, "theirs").status.nominated_node_name == "n1"
     assert current(simulator, "ours").spec.node_name == "n1"
