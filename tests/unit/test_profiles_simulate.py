@@ -224,3 +224,21 @@ def test_a_nomination_of_another_schedulers_pod_does_not_count(fast: bool) -> No
     simulator = run(fast, SchedulerConfig(), [node("n1", cpu="2"), theirs], [pod("ours", "low-priority", "2")])
     assert current(simulator, "theirs").status.nominated_node_name == "n1"
     assert current(simulator, "ours").spec.node_name == "n1"
+
+
+def test_each_profile_reports_its_events_under_its_own_scheduler_name(fast: bool) -> None:
+    # kube-scheduler gives every profile an event recorder named after its schedulerName; a victim's
+    # Preempted event comes from the preemptor's profile. Node-agent and binder events keep theirs.
+    simulator = run(
+        fast,
+        parse_scheduler_config(TWO_PROFILES),
+        [node("n1", cpu="2"), pod("low", "low-priority", "2", node_name="n1", grace=0)],
+        [of_scheduler(pod("high", "high-priority", "2"), "no-preemption"), pod("mid", "mid-priority", "2")],
+    )
+    controllers = {(e.involved_object.name, e.reason): e.reporting_controller for e in simulator.cluster.events}
+    assert controllers[("high", "FailedScheduling")] == "no-preemption"
+    assert controllers[("mid", "Nominated")] == "default-scheduler"
+    assert controllers[("low", "Preempted")] == "default-scheduler"
+    # `high` outranks `mid`'s nomination and takes the room mid's preemption made, as upstream.
+    assert controllers[("high", "Scheduled")] == "no-preemption"
+    assert controllers[("low", "Killing")] == "kubelet"

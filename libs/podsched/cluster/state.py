@@ -202,12 +202,17 @@ class Cluster:
         type_: str,
         reason: str,
         message: str,
-        controller: str = ev.SCHEDULER_CONTROLLER,
+        controller: str = "",
         action: str = "",
         related: ApiObject | None = None,
     ) -> ev.Event:
         """Record an Event; a repeat of the object's last event (same reason and message) only bumps
-        its count, as the Kubernetes event recorder does."""
+        its count, as the Kubernetes event recorder does. Without a controller the event is the
+        scheduler's: reported under the scheduler name of the pod that acted (the preemptor for a
+        victim's Preempted), as each kube-scheduler profile records with its own name."""
+        if not controller:
+            actor = related if related is not None else involved
+            controller = actor.spec.scheduler_name if isinstance(actor, Pod) else ev.SCHEDULER_CONTROLLER
         now = self.clock()
         involved_ref = ref(involved)
         for previous in reversed(self.events[-50:]):
