@@ -4,6 +4,7 @@ runners use, `check(expect, observed)`, on observations built from `podsched sim
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -196,6 +197,27 @@ def observe_simulation(output: dict[str, Any]) -> Observed:
     ]
     rejected = [{k: r[k] for k in ("kind", "namespace", "name", "message")} for r in output["rejected"]]
     return Observed(pods, events, rejected, {p["metadata"]["name"] for p in history if disrupted_by_scheduler(p)})
+
+
+def run_simulate(scenario: Scenario, tmp_path: Path, capsys: Any) -> dict[str, Any]:
+    """`podsched simulate -f common.yaml -f step1.yaml ... [--config] -o json`, in-process (`capsys`:
+    pytest's capture of its output); its parsed output."""
+    from podsched_cli.main import main
+
+    args = ["simulate", "-f", str(COMMON)]
+    for index, step in enumerate(scenario.steps):
+        assert isinstance(step, list), f"{scenario.path.name}: simulate cannot run a delete step"
+        path = tmp_path / f"step{index + 1}.yaml"
+        path.write_text(manifests_text(step))
+        args += ["-f", str(path)]
+    if scenario.config:
+        config = tmp_path / "config.yaml"
+        config.write_text(scenario.config)
+        args += ["--config", str(config)]
+    capsys.readouterr()
+    assert main([*args, "-o", "json"]) == 0, capsys.readouterr().err
+    output: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return output
 
 
 # --- the check ----------------------------------------------------------------------------------------

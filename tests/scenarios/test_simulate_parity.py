@@ -4,41 +4,21 @@ manifest file per step, `-o json`), checked by the same `check` as the live runn
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from scenarios.scenario import (
-    COMMON,
     Scenario,
     all_scenarios,
     assert_as_expected,
     check_file_name,
     known_differences_text,
-    manifests_text,
     observe_simulation,
+    run_simulate,
 )
-
-from podsched_cli.main import main
 
 SCENARIOS = all_scenarios()
 SIMULATED = [s for s in SCENARIOS if not s.live_only]
-
-
-def run_simulate(scenario: Scenario, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
-    args = ["simulate", "-f", str(COMMON)]
-    for index, step in enumerate(scenario.steps):
-        assert isinstance(step, list), f"{scenario.path.name}: simulate cannot run a delete step"
-        path = tmp_path / f"step{index + 1}.yaml"
-        path.write_text(manifests_text(step))
-        args += ["-f", str(path)]
-    if scenario.config:
-        config = tmp_path / "config.yaml"
-        config.write_text(scenario.config)
-        args += ["--config", str(config)]
-    capsys.readouterr()
-    assert main([*args, "-o", "json"]) == 0, capsys.readouterr().err
-    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize("scenario", SIMULATED, ids=[s.name for s in SIMULATED])
