@@ -12,6 +12,20 @@ CLI::
     python -m podsched_devstack.upstream install   # build (first time ~7 min, ~3 GB of memory)
     python -m podsched_devstack.upstream path      # print the binary's path (exit 1 if not built)
 
+From Python: :func:`run_oracle` (one cluster from files) and :class:`OracleBatch` (one long-running
+``oracle -batch`` process, a fresh cluster per call; about 10 ms per small cluster).
+
+The oracle's answer, one JSON object::
+
+    {"upstream": "v1.37.2",
+     "pods": [{"namespace", "name", "nodeName", "nominatedNodeName", "preempted", "deleted"}, ...],
+     "binds": [{"namespace", "name", "node", "time"}, ...],          # in bind order
+     "nominations": [{"namespace", "name", "node", "time"}, ...],    # each time one was set
+     "preempted": [{"namespace", "name", "node", "by", "time"}, ...]}  # by: "namespace/name"
+
+``time`` is simulated seconds since the start (2026-01-01T00:00:00Z). Batch results also carry the
+line's ``"id"``; a cluster that cannot be run gives ``{"id", "upstream", "error", "badInput"}``.
+
 Standard library only.
 """
 
@@ -19,23 +33,30 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Self
 
 from .kafka import DevstackError, _file_lock, _tail, cache_root, repo_root
 
 __all__ = [
     "INSTALL_COMMAND",
     "UPSTREAM_VERSION",
+    "OracleBatch",
+    "OracleInputError",
     "ensure_oracle_built",
     "oracle_binary",
     "oracle_source_dir",
+    "run_oracle",
 ]
 
 #: The k8s.io/kubernetes version the oracle runs (its go.mod pins it; this is for messages).
@@ -190,6 +211,95 @@ def _build(go: str, source: Path, binary: Path, progress: Callable[[str], None])
         )
     partial.rename(binary)
     progress(f"built in {time.monotonic() - began:.0f} s: {binary}")
+
+
+class OracleInputError(DevstackError):
+    """The oracle rejected the cluster (exit code 2): the message names the file, object and field."""
+
+
+def run_oracle(
+    files: Sequence[str | os.PathLike[str]],
+    *,
+    seed: int = 1,
+    binary: Path | None = None,
+    timeout: float = 120.0,
+) -> dict[str, Any]:
+    """Run the oracle on manifest files (applied in order, as ``podsched simulate -f``) and return its
+    answer. ``seed`` seeds upstream's random tie-breaks (math/rand); the same seed gives the same answer
+    except where upstream breaks a tie by Go map order (equally good preemption candidates)."""
+    args = [str(binary or oracle_binary()), "-seed", str(seed)]
+    for path in files:
+        args += ["-f", os.fspath(path)]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode == 2:
+        raise OracleInputError(proc.stderr.strip())
+    if proc.returncode != 0:
+        raise DevstackError(f"the oracle failed (exit {proc.returncode}): {proc.stderr.strip()}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+class OracleBatch:
+    """One ``oracle -batch`` process; :meth:`run` sends a cluster (the texts of its files, in order) and
+    returns the answer. Each call gets a fresh clientset and scheduler inside the process."""
+
+    def __init__(self, *, seed: int = 1, binary: Path | None = None) -> None:
+        # Closed in close(): the object outlives this method.
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115
+        self._proc = subprocess.Popen(
+            [str(binary or oracle_binary()), "-batch", "-seed", str(seed)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
+            bufsize=1,
+        )
+        self._count = 0
+
+    def run(self, texts: Sequence[str], *, cluster_id: str | None = None, seed: int | None = None) -> dict[str, Any]:
+        """The oracle's answer for one cluster; raises :class:`OracleInputError` if it rejects the input."""
+        self._count += 1
+        line: dict[str, Any] = {"id": cluster_id or f"cluster-{self._count}", "files": list(texts)}
+        if seed is not None:
+            line["seed"] = seed
+        stdin, stdout = self._proc.stdin, self._proc.stdout
+        if stdin is None or stdout is None or self._proc.poll() is not None:
+            raise DevstackError(f"the oracle process has ended: {self._stderr_tail()}")
+        stdin.write(json.dumps(line) + "\n")
+        stdin.flush()
+        answer = stdout.readline()
+        if not answer:
+            raise DevstackError(f"the oracle process ended without an answer: {self._stderr_tail()}")
+        result: dict[str, Any] = json.loads(answer)
+        if "error" in result:
+            if result.get("badInput"):
+                raise OracleInputError(result["error"])
+            raise DevstackError(f"the oracle could not run cluster {line['id']}: {result['error']}")
+        return result
+
+    def _stderr_tail(self) -> str:
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")[-4000:].strip()
+
+    def close(self) -> None:
+        if self._proc.stdin is not None and not self._proc.stdin.closed:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        self._stderr.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from podsched_devstack.upstream import ensure_oracle_built
+from podsched_devstack.upstream import OracleBatch, OracleInputError, ensure_oracle_built
+from podsched_devstack.upstream import run_oracle as run_files
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "high-mid-low"
@@ -219,3 +220,37 @@ def test_batch_mode_runs_each_line_on_a_fresh_cluster(oracle: Path) -> None:
     assert [b["name"] for b in out[0]["binds"]] == ["p"]
     assert out[1]["badInput"] is True and "missing" in out[1]["error"]
     assert [b["name"] for b in out[2]["binds"]] == ["p", "r"]
+
+
+def test_python_helpers_give_the_cli_answer_and_repeat_it(oracle: Path, tmp_path: Path) -> None:
+    """run_oracle and OracleBatch (one process, a fresh cluster per call) answer as the CLI does, and with
+    one seed the same cluster gets the same answer: attempts run one at a time and score ties are seeded.
+    (Only equally good preemption candidates are left to Go's map order, so this cluster has none.)"""
+    pending = "".join(pod(f"small-{i}", "1", "low") for i in range(5))
+    texts = [
+        CLASSES + node("node-a", "4") + node("node-b", "4") + node("node-c", "4"),
+        pending,
+        pod("big", "4", "high"),
+    ]
+    paths = []
+    for i, text in enumerate(texts):
+        path = tmp_path / f"step{i}.yaml"
+        path.write_text(text)
+        paths.append(path)
+    from_files = run_files(paths, binary=oracle)
+    with OracleBatch(binary=oracle) as batch:
+        answers = [batch.run(texts) for _ in range(3)]
+        with pytest.raises(OracleInputError, match="no-such-class"):
+            batch.run([pod("lost", "1", "no-such-class")])
+        answers.append(batch.run(texts))
+    for answer in answers:
+        answer.pop("id")
+        assert answer == from_files
+    # The five small pods spread over the three nodes (2, 2, 1); the 4-CPU pod takes the node whose
+    # victims are fewest: the one with a single small pod.
+    placed = {b["name"]: b["node"] for b in from_files["binds"] if b["name"].startswith("small-")}
+    counts = {n: list(placed.values()).count(n) for n in ("node-a", "node-b", "node-c")}
+    assert sorted(counts.values()) == [1, 2, 2]
+    lonely = next(n for n, c in counts.items() if c == 1)
+    assert [(v["node"], v["by"]) for v in from_files["preempted"]] == [(lonely, "default/big")]
+    assert from_files["binds"][-1] == {"namespace": "default", "name": "big", "node": lonely, "time": 30}

@@ -33,11 +33,12 @@ import (
 )
 
 var (
-	podsGVR     = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
-	nodesGVR    = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
-	pdbsGVR     = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
-	classesGVR  = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
-	defaultName = "default-scheduler"
+	podsGVR       = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	nodesGVR      = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+	pdbsGVR       = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
+	classesGVR    = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
+	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	defaultName   = "default-scheduler"
 )
 
 type objectKey struct{ namespace, name string }
@@ -305,6 +306,27 @@ func (s *apiServer) Watch(gvr schema.GroupVersionResource, ns string, opts ...me
 }
 
 func (s *apiServer) IsWatchListSemanticsUnSupported() bool { return true }
+
+// ensureNamespace creates the namespace of a namespaced object if it does not exist yet, labelled
+// kubernetes.io/metadata.name as the apiserver labels every namespace. A real apiserver would
+// reject the object instead; manifests of a whole cluster rarely list their namespaces, and
+// `podsched simulate` takes them without, so the oracle does too.
+func (s *apiServer) ensureNamespace(obj runtime.Object) error {
+	_, m, err := keyOf(obj)
+	if err != nil || m.GetNamespace() == "" {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.objects[namespacesGVR][objectKey{"", m.GetNamespace()}]; ok {
+		return nil
+	}
+	ns := &v1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{Name: m.GetNamespace(), Labels: map[string]string{v1.LabelMetadataName: m.GetNamespace()}},
+		Status:     v1.NamespaceStatus{Phase: v1.NamespaceActive},
+	}
+	return s.createLocked(namespacesGVR, ns, "")
+}
 
 // --- internals ---------------------------------------------------------------------------------
 

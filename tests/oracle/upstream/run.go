@@ -7,10 +7,12 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
+	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 	testingclock "k8s.io/utils/clock/testing"
@@ -50,22 +53,35 @@ type cluster struct {
 	logger  klog.Logger
 	// gate holds the scheduling loop while a file's objects are being created (see holdPops).
 	gate atomic.Bool
-	kick chan struct{}
+	// attempting: a pod (current) was handed to ScheduleOne, which has not returned yet.
+	attempting atomic.Bool
+	current    atomic.Value // objectKey
+	// kick wakes the held scheduling loop, idleKick the oracle's own waits, after every handled
+	// event and every finished attempt.
+	kick     chan struct{}
+	idleKick chan struct{}
+	assumed  *assumeHook
 }
 
 func newCluster(parent context.Context, seed int64) (*cluster, error) {
 	ctx, cancel := context.WithCancel(parent)
 	c := &cluster{ctx: ctx, cancel: cancel, clock: testingclock.NewFakeClock(epoch), logger: klog.FromContext(ctx),
-		kick: make(chan struct{}, 1)}
+		kick: make(chan struct{}, 1), idleKick: make(chan struct{}, 1)}
 	c.api = newAPIServer(c.clock)
 	cs := fake.NewClientset()
 	c.api.install(&cs.Fake)
 	c.factory = informers.NewSharedInformerFactory(cs, 0)
 	c.counts = newHandlerCounts(c.wake)
 	wrapped := wrapFactory(c.factory, c.counts)
-	sched, err := scheduler.New(ctx, cs, wrapped, nil,
+	// The scheduler's writes go through holdingClient (see holdWrite); the informers read cs.
+	sched, err := scheduler.New(ctx, holdingClient{Clientset: cs, hold: c.holdWrite}, wrapped, nil,
 		func(string) events.EventRecorderLogger { return recorder{log: c.api.log} },
-		scheduler.WithClock(c.clock))
+		scheduler.WithClock(c.clock),
+		// Parallelism 1 (upstream's default is 16 goroutines): Filter collects the feasible nodes in
+		// the order its workers finish, and with no extender the scores' tie-break is that order, so
+		// with 16 workers equal nodes are picked by goroutine timing. One worker checks the nodes in
+		// upstream's own node order and makes the pick repeatable. Decisions are otherwise the same.
+		scheduler.WithParallelism(1))
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("scheduler.New: %w", err)
@@ -77,6 +93,9 @@ func newCluster(parent context.Context, seed int64) (*cluster, error) {
 		return nil, fmt.Errorf("unexpected scheduling queue type %T", sched.SchedulingQueue)
 	}
 	c.queue = q
+	sched.SchedulingQueue = doneHook{SchedulingQueue: sched.SchedulingQueue, done: c.wake}
+	c.assumed = &assumeHook{Cache: sched.Cache, pods: map[types.UID]*v1.Pod{}}
+	sched.Cache = c.assumed
 	c.holdPops()
 	c.fw = sched.Profiles[v1.DefaultSchedulerName]
 	if c.fw == nil {
@@ -89,14 +108,13 @@ func newCluster(parent context.Context, seed int64) (*cluster, error) {
 		cancel()
 		return nil, err
 	}
-	c.factory.Start(ctx.Done())
-	for typ, synced := range c.factory.WaitForCacheSync(ctx.Done()) {
-		if !synced {
-			c.close()
-			return nil, fmt.Errorf("informer for %v did not sync", typ)
-		}
+	// Likewise the namespace lister (InterPodAffinity reads namespace labels).
+	if _, err := c.factory.Core().V1().Namespaces().Informer().AddEventHandler(c.counts.handler(namespacesGVR, nil)); err != nil {
+		cancel()
+		return nil, err
 	}
-	if err := sched.WaitForHandlersSync(ctx); err != nil {
+	c.factory.Start(ctx.Done())
+	if err := c.waitSynced(); err != nil {
 		c.close()
 		return nil, err
 	}
@@ -131,21 +149,49 @@ func newCluster(parent context.Context, seed int64) (*cluster, error) {
 func (c *cluster) holdPops() {
 	pop := c.sched.NextEntity
 	c.sched.NextEntity = func(logger klog.Logger) (framework.QueuedEntityInfo, error) {
+		// The scheduling loop asks for the next pod only once ScheduleOne has returned: the failure
+		// handler, which calls Done before it patches the pod's status, has finished too.
+		c.attempting.Store(false)
+		c.current.Store(objectKey{})
+		c.wake()
 		for {
 			if c.ctx.Err() != nil {
 				return nil, nil
 			}
-			// Pop takes from backoffQ when activeQ is empty (SchedulerPopFromBackoffQ).
-			if c.gate.Load() && (len(c.queue.PodsInActiveQ()) > 0 || len(c.queue.PodsInBackoffQ()) > 0) && c.settled() {
+			if c.gate.Load() && c.poppable() && c.settled() {
 				c.tick()
-				return pop(logger)
+				entity, err := pop(logger)
+				if info, ok := entity.(*framework.QueuedPodInfo); ok && info.Pod != nil {
+					c.current.Store(objectKey{info.Pod.Namespace, info.Pod.Name})
+				}
+				c.attempting.Store(true)
+				return entity, err
 			}
+			t := time.NewTimer(time.Millisecond) // queue moves that nothing announces (backoff flush)
 			select {
 			case <-c.ctx.Done():
 			case <-c.kick:
-			case <-time.After(time.Millisecond): // queue moves that no handler sees (backoff flush)
+			case <-t.C:
 			}
+			t.Stop()
 		}
+	}
+}
+
+// holdWrite delays the scheduler's writes to pods other than the one in the current scheduling
+// attempt until that attempt is over. Asynchronous preemption (SchedulerAsyncPreemption, beta, on)
+// starts a goroutine in PostFilter that patches and deletes the victims while the preemptor's own
+// attempt goes on to its failure handling, which decides from the events seen so far whether the
+// preemptor goes back to the queue at once or waits in the unschedulable pool. With a real API
+// server the victims' calls take milliseconds and the failure handling microseconds, so the
+// preemptor is nearly always parked first; here both are memory operations and the order would be
+// decided by goroutine timing. Holding the victims' writes makes it the usual order every time.
+func (c *cluster) holdWrite(k objectKey) {
+	for c.attempting.Load() {
+		if cur, _ := c.current.Load().(objectKey); cur == k || c.ctx.Err() != nil {
+			return
+		}
+		time.Sleep(20 * time.Microsecond)
 	}
 }
 
@@ -158,11 +204,90 @@ func (c *cluster) tick() {
 	c.clock.Step(time.Nanosecond)
 }
 
-// wake tells a waiting scheduling loop to look at the queue again.
+// wake tells the waiting scheduling loop and the oracle's waits to look again.
 func (c *cluster) wake() {
+	for _, ch := range []chan struct{}{c.kick, c.idleKick} {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// pause waits for a wake or d, whichever comes first.
+func (c *cluster) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
-	case c.kick <- struct{}{}:
-	default:
+	case <-c.idleKick:
+	case <-t.C:
+	case <-c.ctx.Done():
+	}
+}
+
+// assumeHook remembers the pods the scheduler assumes onto a node. The queue lets go of a pod
+// (Done) before its binding cycle runs; the cache keeps it "assumed" until the bind's watch event
+// confirms it (or the failed bind is forgotten), so an assumed pod is a binding still under way.
+type assumeHook struct {
+	internalcache.Cache
+	mu   sync.Mutex
+	pods map[types.UID]*v1.Pod
+}
+
+func (a *assumeHook) AssumePod(logger klog.Logger, pod *v1.Pod) error {
+	err := a.Cache.AssumePod(logger, pod)
+	if err == nil {
+		a.mu.Lock()
+		a.pods[pod.UID] = pod
+		a.mu.Unlock()
+	}
+	return err
+}
+
+func (a *assumeHook) binding() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for uid, pod := range a.pods {
+		if assumed, err := a.Cache.IsAssumedPod(pod); err == nil && assumed {
+			return true
+		}
+		delete(a.pods, uid)
+	}
+	return false
+}
+
+// doneHook wakes the waits when the scheduler finishes with a pod (end of its binding cycle or of
+// its failure handling), which no watch event announces.
+type doneHook struct {
+	internalqueue.SchedulingQueue
+	done func()
+}
+
+func (d doneHook) Done(uid types.UID) {
+	d.SchedulingQueue.Done(uid)
+	d.done()
+}
+
+// waitSynced waits for the informers' initial lists and the scheduler's handlers. Upstream's own
+// waits poll every 100 ms, longer than a whole cluster takes here, so they are given 1 ms at a time.
+func (c *cluster) waitSynced() error {
+	deadline := time.Now().Add(settleTimeout)
+	for {
+		short, cancel := context.WithTimeout(c.ctx, time.Millisecond)
+		synced := true
+		for _, ok := range c.factory.WaitForCacheSync(short.Done()) {
+			synced = synced && ok
+		}
+		if synced {
+			synced = c.sched.WaitForHandlersSync(short) == nil
+		}
+		cancel()
+		if synced {
+			return nil
+		}
+		if c.ctx.Err() != nil || time.Now().After(deadline) {
+			return fmt.Errorf("the informers did not sync within %s", settleTimeout)
+		}
 	}
 }
 
@@ -189,6 +314,9 @@ func (c *cluster) applyFile(name string, data []byte) error {
 			return err
 		}
 		c.tick()
+		if err := c.api.ensureNamespace(obj); err != nil {
+			return err
+		}
 		if err := c.api.Add(obj); err != nil {
 			return badInput("%s: %v", m.source, err)
 		}
@@ -204,7 +332,8 @@ func (c *cluster) applyFile(name string, data []byte) error {
 
 // settle runs the scheduler until nothing changes. When it is idle, simulated time jumps to the
 // next thing that can happen: the end of a victim's grace period (the kubelet then removes the
-// pod) or, for a pod in backoff the scheduler did not pop, one second (backoff is whole seconds).
+// pod) or, for a pod in error backoff, one second (backoffs are whole seconds; the queue's flush
+// runs on the injected clock's ticker and releases the pod once its backoff is over).
 // It stops when only unschedulable pods remain and nothing is terminating.
 func (c *cluster) settle() error {
 	for range 100000 {
@@ -262,37 +391,22 @@ func (c *cluster) flushUnschedulableLeftover() {
 	})
 }
 
-// waitIdle polls until the scheduler is idle: every watch event has been handled by every
-// scheduler event handler (and the PDB lister), activeQ is empty, no pod is in flight (scheduling
-// or binding cycle), no asynchronous preemption is still issuing its API calls, and the backoffQ
-// is empty. With SchedulerPopFromBackoffQ (beta, on) the scheduler pops from backoffQ when activeQ
-// is empty, so backoff needs no clock; a pod it leaves there (the error backoff queue) is reported
-// (true) once the state has held still for a while, so settle can move the clock for it.
+// waitIdle waits until the scheduler is idle: every watch event has been handled by every
+// scheduler event handler (and the PDB and namespace listers), no pod is in a scheduling cycle or
+// being bound, no asynchronous preemption is still issuing its API calls, and Pop has nothing to
+// give. Backoff needs no clock for most pods (Pop takes them from backoffQ when activeQ is
+// empty); pods waiting out an error backoff are reported (true) so settle moves the clock for them.
 func (c *cluster) waitIdle() (bool, error) {
 	deadline := time.Now().Add(settleTimeout)
-	sleep := 50 * time.Microsecond
-	stillSince := time.Time{}
 	for {
-		quiet, backoff := c.quiet()
-		if quiet && !backoff {
-			return false, nil
-		}
-		if quiet && backoff {
-			if stillSince.IsZero() {
-				stillSince = time.Now()
-			} else if time.Since(stillSince) > 20*time.Millisecond {
-				return true, nil
-			}
-		} else {
-			stillSince = time.Time{}
+		if quiet, backoff := c.quiet(); quiet {
+			c.logger.V(4).Info("oracle: idle", "backoff", backoff, "state", c.describe())
+			return backoff, nil
 		}
 		if time.Now().After(deadline) {
 			return false, fmt.Errorf("the scheduler did not become idle within %s: %s", settleTimeout, c.describe())
 		}
-		time.Sleep(sleep)
-		if sleep < 2*time.Millisecond {
-			sleep *= 2
-		}
+		c.pause(time.Millisecond)
 	}
 }
 
@@ -303,26 +417,57 @@ func (c *cluster) waitHandlers() error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the scheduler's event handlers did not catch up within %s: %s", settleTimeout, c.counts.describe(c.api))
 		}
-		time.Sleep(50 * time.Microsecond)
+		c.pause(time.Millisecond)
 	}
 	return nil
 }
 
-// settled: every change is in the scheduler's cache and queue, no pod is in a scheduling or binding
-// cycle, and no asynchronous preemption is still issuing API calls.
+// settled: every change is in the scheduler's cache and queue, no pod is in a scheduling cycle, no
+// bind is under way, and no asynchronous preemption is still issuing API calls.
 func (c *cluster) settled() bool {
-	if !c.counts.caughtUp(c.api) || len(c.queue.InFlightPods()) > 0 || c.preempting() {
+	if c.attempting.Load() || !c.counts.caughtUp(c.api) || len(c.queue.InFlightPods()) > 0 || c.assumed.binding() || c.preempting() {
 		return false
 	}
 	// Read the counts again: the checks above may have raced with a handler still running.
 	return c.counts.caughtUp(c.api)
 }
 
+// backoffQ sorts the pods in backoffQ: Pop takes pods from its main heap when activeQ is empty
+// (SchedulerPopFromBackoffQ, beta, on), but not from its error heap (pods whose last attempt failed
+// with an error, i.e. no plugin rejected them); those leave only when their backoff expires.
+func (c *cluster) backoffQ() (poppable, errored int) {
+	for _, pod := range c.queue.PodsInBackoffQ() {
+		info, ok := c.queue.GetPod(pod.Name, pod.Namespace, nil)
+		if ok && info.UnschedulablePlugins.Len() == 0 && info.PendingPlugins.Len() == 0 {
+			errored++
+		} else {
+			poppable++
+		}
+	}
+	return poppable, errored
+}
+
+// poppable: Pop would return a pod at once.
+func (c *cluster) poppable() bool {
+	if len(c.queue.PodsInActiveQ()) > 0 {
+		return true
+	}
+	poppable, _ := c.backoffQ()
+	return poppable > 0
+}
+
+// quiet: settled and nothing Pop would return; backoff tells whether pods wait out an error
+// backoff. The queue's flush goroutine moves pods from backoffQ to activeQ at any moment, so
+// backoffQ is read before activeQ: a pod moving in between is seen in backoffQ.
 func (c *cluster) quiet() (quiet bool, backoff bool) {
-	if len(c.queue.PodsInActiveQ()) > 0 || !c.settled() || len(c.queue.PodsInActiveQ()) > 0 {
+	if !c.settled() {
 		return false, false
 	}
-	return true, len(c.queue.PodsInBackoffQ()) > 0
+	poppable, errored := c.backoffQ()
+	if poppable > 0 || len(c.queue.PodsInActiveQ()) > 0 || !c.settled() {
+		return false, false
+	}
+	return true, errored > 0
 }
 
 // preempting tells whether an asynchronous preemption (SchedulerAsyncPreemption, beta, on) is still
