@@ -254,3 +254,18 @@ def test_python_helpers_give_the_cli_answer_and_repeat_it(oracle: Path, tmp_path
     lonely = next(n for n, c in counts.items() if c == 1)
     assert [(v["node"], v["by"]) for v in from_files["preempted"]] == [(lonely, "default/big")]
     assert from_files["binds"][-1] == {"namespace": "default", "name": "big", "node": lonely, "time": 30}
+
+
+def test_seeds_show_the_choices_upstream_makes_among_equally_scored_nodes(oracle: Path, tmp_path: Path) -> None:
+    """Three identical empty nodes score the same for a pod. Upstream takes whichever its Filter goroutines
+    listed first; the oracle lists them in file order for seed 1 and in a seeded shuffle otherwise."""
+    path = tmp_path / "tie.yaml"
+    path.write_text(CLASSES + node("node-a", "4") + node("node-b", "4") + node("node-c", "4") + pod("p", "1", "low"))
+
+    def chosen(seed: int) -> str:
+        binds = run_files([path], seed=seed, binary=oracle)["binds"]
+        assert len(binds) == 1
+        return str(binds[0]["node"])
+
+    assert {chosen(1) for _ in range(3)} == {"node-a"}
+    assert {chosen(seed) for seed in range(2, 26)} == {"node-a", "node-b", "node-c"}

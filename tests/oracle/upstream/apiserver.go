@@ -397,6 +397,13 @@ func (s *apiServer) notify(gvr schema.GroupVersionResource, ns string, ev watch.
 	s.watchers[gvr] = live
 }
 
+// version is the last resourceVersion handed out: it changes with every write.
+func (s *apiServer) version() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rv
+}
+
 func (s *apiServer) emittedCount(gvr schema.GroupVersionResource) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -58,8 +58,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Var(&files, "f", "manifest file (YAML, multi-document, JSON or kind: List; - for stdin); repeatable, applied in order")
 	batch := fs.Bool("batch", false, `read {"id": ..., "files": ["<yaml>", ...]} lines on stdin, write one result line per input line`)
 	verbosity := fs.Int("v", -1, "scheduler log verbosity on stderr (default: no scheduler logs)")
-	seed := fs.Int64("seed", 1, "seed of math/rand, which upstream uses to break ties (batch: a line's \"seed\" wins)")
+	seed := fs.Int64("seed", 1, "1: nodes created in file order; other values shuffle each file's nodes with this seed, "+
+		"which changes which of equally scored nodes upstream picks; also seeds math/rand (batch: a line's \"seed\" wins)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {

@@ -56,6 +56,10 @@ type cluster struct {
 	// attempting: a pod (current) was handed to ScheduleOne, which has not returned yet.
 	attempting atomic.Bool
 	current    atomic.Value // objectKey
+	seed       int64
+	shuffle    *rand.Rand
+	// backoffFrom: when the clock started moving for pods in error backoff with nothing else going on.
+	backoffFrom time.Time
 	// kick wakes the held scheduling loop, idleKick the oracle's own waits, after every handled
 	// event and every finished attempt.
 	kick     chan struct{}
@@ -118,11 +122,13 @@ func newCluster(parent context.Context, seed int64) (*cluster, error) {
 		c.close()
 		return nil, err
 	}
-	// Upstream breaks ties at random (selectHost among equal scores, the preemption candidates'
-	// starting offset) with math/rand's global source. Seeded (main.go turns GODEBUG randseednop
-	// off), and with attempts one at a time, a cluster gets the same answer on every run; other
-	// seeds show the other answers upstream could give.
+	// Upstream draws from math/rand's global source (the preemption candidates' starting offset,
+	// metrics sampling, selectHost's tie-break when extenders score). Seeded (main.go turns GODEBUG
+	// randseednop off), and with attempts one at a time, a cluster gets the same answer on every
+	// run. See orderNodes for what the seed changes.
 	rand.Seed(seed) //nolint:staticcheck // deprecated, but the only handle on the global source
+	c.seed = seed
+	c.shuffle = rand.New(rand.NewSource(seed))
 	c.runDone = make(chan struct{})
 	go func() {
 		defer close(c.runDone)
@@ -268,6 +274,32 @@ func (d doneHook) Done(uid types.UID) {
 	d.done()
 }
 
+// orderNodes decides the order in which a file's nodes are created (other objects keep their
+// places and order). Among nodes of equal score upstream takes the one that comes first in the order
+// Filter checked them, which is the scheduler cache's node order (by insertion, zones interleaved);
+// with its default 16 Filter goroutines that order is effectively random, so any of the tied nodes
+// is an answer upstream gives. Seed 1 keeps the file's order; any other seed shuffles the nodes with
+// that seed, so running a cluster with several seeds shows the answers upstream can give.
+func (c *cluster) orderNodes(manifests []manifest) {
+	if c.seed == 1 {
+		return
+	}
+	var places []int
+	for i, m := range manifests {
+		if _, ok := m.obj.(*v1.Node); ok {
+			places = append(places, i)
+		}
+	}
+	nodes := make([]manifest, len(places))
+	for i, p := range places {
+		nodes[i] = manifests[p]
+	}
+	c.shuffle.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+	for i, p := range places {
+		manifests[p] = nodes[i]
+	}
+}
+
 // waitSynced waits for the informers' initial lists and the scheduler's handlers. Upstream's own
 // waits poll every 100 ms, longer than a whole cluster takes here, so they are given 1 ms at a time.
 func (c *cluster) waitSynced() error {
@@ -308,6 +340,7 @@ func (c *cluster) applyFile(name string, data []byte) error {
 		return err
 	}
 	c.gate.Store(false)
+	c.orderNodes(manifests)
 	for _, m := range manifests {
 		obj, err := c.api.admit(m)
 		if err != nil {
@@ -336,6 +369,9 @@ func (c *cluster) applyFile(name string, data []byte) error {
 // runs on the injected clock's ticker and releases the pod once its backoff is over).
 // It stops when only unschedulable pods remain and nothing is terminating.
 func (c *cluster) settle() error {
+	// A pod that fails with an error on every attempt would be retried (with backoff) forever; once
+	// a whole backoff period passes without a single write to the API, retrying changes nothing.
+	quietSince := int64(-1)
 	for range 100000 {
 		backoff, err := c.waitIdle()
 		if err != nil {
@@ -343,11 +379,20 @@ func (c *cluster) settle() error {
 		}
 		now := c.clock.Now()
 		next, terminating := c.api.nextTermination()
+		version := c.api.version()
 		switch {
+		case backoff && !terminating && quietSince == version && c.backoffOver():
+			return nil
 		case backoff && (!terminating || next.After(now.Add(time.Second))):
 			next = now.Add(time.Second)
+			if quietSince != version {
+				quietSince = version
+				c.backoffFrom = now
+			}
 		case !terminating:
 			return nil
+		default:
+			quietSince = -1
 		}
 		if next.After(now) {
 			c.clock.SetTime(next)
@@ -356,6 +401,12 @@ func (c *cluster) settle() error {
 		c.flushUnschedulableLeftover()
 	}
 	return fmt.Errorf("the cluster did not settle after 100000 time steps")
+}
+
+// backoffOver: the longest backoff (podMaxBackoffSeconds, 10 s by default) has passed since the
+// last write, so every pod in error backoff has had its retry.
+func (c *cluster) backoffOver() bool {
+	return c.clock.Since(c.backoffFrom) > 10*time.Second
 }
 
 // flushUnschedulableLeftover does what the queue's flushUnschedulableEntitiesLeftover does, at the
