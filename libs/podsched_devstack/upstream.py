@@ -211,6 +211,21 @@ def _build(go: str, source: Path, binary: Path, progress: Callable[[str], None])
         )
     partial.rename(binary)
     progress(f"built in {time.monotonic() - began:.0f} s: {binary}")
+    _prune(binary.parent.parent, keep=_KEEP_BUILDS)
+
+
+#: Builds kept in ``<cache>/upstream`` (each about 100 MB): the newest few, for checkouts at other commits.
+_KEEP_BUILDS = 3
+
+
+def _prune(root: Path, keep: int) -> None:
+    builds = sorted(
+        (entry for entry in root.iterdir() if _installed(entry / "oracle")),
+        key=lambda entry: (entry / "oracle").stat().st_mtime,
+        reverse=True,
+    )
+    for old in builds[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
 
 
 class OracleInputError(DevstackError):
@@ -225,8 +240,10 @@ def run_oracle(
     timeout: float = 120.0,
 ) -> dict[str, Any]:
     """Run the oracle on manifest files (applied in order, as ``podsched simulate -f``) and return its
-    answer. ``seed`` seeds upstream's random tie-breaks (math/rand); the same seed gives the same answer
-    except where upstream breaks a tie by Go map order (equally good preemption candidates)."""
+    answer. ``seed`` 1 creates each file's nodes in file order; any other seed shuffles them with that seed,
+    which changes which of equally scored nodes upstream picks (it also seeds math/rand). The same seed
+    gives the same answer, except where upstream breaks a tie by Go map order (equally good preemption
+    candidates)."""
     args = [str(binary or oracle_binary()), "-seed", str(seed)]
     for path in files:
         args += ["-f", os.fspath(path)]
