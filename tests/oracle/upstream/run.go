@@ -192,8 +192,12 @@ func (c *cluster) holdPops() {
 // server the victims' calls take milliseconds and the failure handling microseconds, so the
 // preemptor is nearly always parked first; here both are memory operations and the order would be
 // decided by goroutine timing. Holding the victims' writes makes it the usual order every time.
+//
+// A write the attempt itself waits for (none in 1.37: the scheduling cycle writes only to its own
+// pod) would wait forever, so a hold ends after a second of wall time whatever happens.
 func (c *cluster) holdWrite(k objectKey) {
-	for c.attempting.Load() {
+	deadline := time.Now().Add(time.Second)
+	for c.attempting.Load() && time.Now().Before(deadline) {
 		if cur, _ := c.current.Load().(objectKey); cur == k || c.ctx.Err() != nil {
 			return
 		}
