@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 import time
 from collections.abc import Sequence
@@ -25,30 +24,24 @@ from podsched_service.config import env_name
 
 from . import jaeger as jaeger_api
 from .jaeger import Jaeger, cli_jaeger, ensure_jaeger_installed
-from .kafka import CLI_DEFAULT_PORT, DevstackError, KafkaBroker, ensure_kafka_installed, repo_root
+from .kafka import CLI_DEFAULT_PORT, KafkaBroker, ensure_kafka_installed
+from .kafka import default_data_dir as kafka_data_dir
+from .process import DevstackError, devstack_dir, process_cmdline, repo_root, stop_pid
 from .services import SERVICES, ServiceStack, StackSettings
 
 EXAMPLE = Path("examples/high-mid-low")
 
 
 def _run_dir() -> Path:
-    return repo_root() / ".cache" / "devstack" / "services"
+    return devstack_dir("services")
 
 
 def _broker() -> KafkaBroker:
-    return KafkaBroker(repo_root() / ".cache" / "devstack" / "kafka", port=CLI_DEFAULT_PORT)
+    return KafkaBroker(kafka_data_dir(), port=CLI_DEFAULT_PORT)
 
 
 def _jaeger() -> Jaeger:
     return cli_jaeger()  # .cache/devstack/jaeger, ports 4317 (OTLP gRPC) and 16686 (API/UI) and friends
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def _running_pids() -> dict[str, int]:
@@ -57,7 +50,7 @@ def _running_pids() -> dict[str, int]:
         path = _run_dir() / f"{name}.pid"
         if path.is_file():
             pid = int(path.read_text())
-            if _pid_alive(pid):
+            if process_cmdline(pid) is not None:
                 pids[name] = pid
     return pids
 
@@ -102,15 +95,10 @@ def down() -> None:
         pid = pids.get(name)
         if pid is None:
             continue
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + 30
-        while _pid_alive(pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        if _pid_alive(pid):
-            os.killpg(pid, signal.SIGKILL)
+        stop_pid(pid, timeout=30)
         (_run_dir() / f"{name}.pid").unlink(missing_ok=True)
         print(f"stopped {name} (pid {pid})")
-    broker = KafkaBroker(repo_root() / ".cache" / "devstack" / "kafka")
+    broker = KafkaBroker(kafka_data_dir())
     if broker.pid is not None:
         broker.stop()
         print("stopped Kafka")
@@ -124,7 +112,7 @@ def status() -> int:
     pids = _running_pids()
     for name in SERVICES:
         print(f"{name}: {'up, pid ' + str(pids[name]) if name in pids else 'down'}")
-    broker = KafkaBroker(repo_root() / ".cache" / "devstack" / "kafka")
+    broker = KafkaBroker(kafka_data_dir())
     print(f"kafka: {'up ' + broker.bootstrap_servers if broker.pid is not None and broker.is_ready() else 'down'}")
     tracing = _jaeger()
     tracing_up = tracing.pid is not None and tracing.is_ready()

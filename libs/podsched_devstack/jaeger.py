@@ -26,15 +26,10 @@ Standard library only.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
-import os
 import re
-import shlex
-import shutil
 import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -45,15 +40,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .kafka import (
-    DevstackError,
-    ManagedProcess,
-    _file_lock,
-    _free_ports,
-    _tail,
-    cache_root,
-    repo_root,
-)
+from .cache import cache_root
+from .gobuild import build_once, find_go, go_build, go_env, go_version, run_go, version_tuple
+from .process import HOST, DevstackError, ManagedProcess, devstack_dir, free_ports, run_cli, tail
 
 __all__ = [
     "JAEGER_MODULE_VERSION",
@@ -79,7 +68,6 @@ _PACKAGE = f"{_MODULE}/cmd/jaeger"
 _RELEASE_DATE = "2025-12-03T16:07:08Z"
 _WRAPPER_MODULE = "podsched.local/jaeger-build"
 
-_HOST = "127.0.0.1"
 #: Ports for the CLI (``make up`` / ``make run``), Jaeger's usual ones; tests pick free ports instead.
 CLI_DEFAULT_PORTS = {
     "otlp_grpc": 4317,
@@ -91,7 +79,7 @@ CLI_DEFAULT_PORTS = {
 PORT_NAMES = tuple(CLI_DEFAULT_PORTS)
 DEFAULT_MAX_TRACES = 10_000
 #: Where the CLI's Jaeger answers, for the query helpers' callers.
-DEFAULT_QUERY_URL = f"http://{_HOST}:{CLI_DEFAULT_PORTS['query_http']}"
+DEFAULT_QUERY_URL = f"http://{HOST}:{CLI_DEFAULT_PORTS['query_http']}"
 
 INSTALL_HINT = "install Go 1.24 or newer (https://go.dev/dl/, or your distribution's golang package)"
 
@@ -114,10 +102,6 @@ def _progress(message: str) -> None:
     print(f"[jaeger] {message}", file=sys.stderr, flush=True)
 
 
-def _installed(binary: Path) -> bool:
-    return binary.is_file() and os.access(binary, os.X_OK)
-
-
 def ensure_jaeger_installed(progress: Callable[[str], None] = _progress) -> Path:
     """Build Jaeger into ``<cache>/jaeger-<version>/jaeger`` once and return the binary's path.
 
@@ -127,64 +111,19 @@ def ensure_jaeger_installed(progress: Callable[[str], None] = _progress) -> Path
     a minute while ``go build`` runs.
     """
     binary = jaeger_binary()
-    if _installed(binary):
-        return binary
-    go = shutil.which("go")
-    if go is None:
-        raise DevstackError(f"`go` is not on PATH. The local Jaeger is built from source with Go: {INSTALL_HINT}")
-    with _file_lock(binary.parent / ".install.lock"):
-        if _installed(binary):  # another process finished the build while we waited for the lock
-            return binary
-        _build(go, binary, progress)
-    return binary
-
-
-def _go_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        {
-            "GO111MODULE": "on",
-            "GOWORK": "off",  # a go.work above the cache must not take part
-            "GOTOOLCHAIN": "local",  # never download another Go toolchain behind the user's back
-            "CGO_ENABLED": "0",  # a static binary; no C compiler needed
-            "GOFLAGS": " ".join(
-                flag for flag in env.get("GOFLAGS", "").split() if not flag.startswith("-mod=")
-            ),  # -mod=vendor (say) would break the wrapper module
-        }
-    )
-    return env
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    match = re.match(r"(?:go)?(\d+)(?:\.(\d+))?(?:\.(\d+))?", text.strip())
-    if match is None:
-        return ()
-    return tuple(int(part or 0) for part in match.groups())
-
-
-def _run_go(cmd: list[str], cwd: Path, what: str) -> str:
-    result = subprocess.run(
-        cmd, cwd=cwd, env=_go_env(), stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False
-    )
-    if result.returncode != 0:
-        output = (result.stdout + result.stderr).strip().splitlines()
-        raise DevstackError(
-            f"{what} failed (exit {result.returncode}); command: {shlex.join(cmd)} (in {cwd})\n"
-            + "\n".join(output[-40:])
-        )
-    return result.stdout
+    return build_once(binary, lambda: _build(find_go("The local Jaeger", INSTALL_HINT), binary, progress))
 
 
 def _build(go: str, binary: Path, progress: Callable[[str], None]) -> None:
     began = time.monotonic()
     progress(f"building Jaeger {JAEGER_MODULE_VERSION} from the Go module proxy (first time only, ~10 min)")
-    go_version = _run_go([go, "env", "GOVERSION"], Path.cwd(), "`go env GOVERSION`").strip()
+    version = go_version(go)
 
     # 1. The Jaeger module itself, checked against the checksum database like any `go get`. Run outside any
     #    module (an empty temporary directory) so no go.mod is read or written.
     progress(f"downloading {_MODULE}@v{JAEGER_MODULE_VERSION} (go mod download)")
     with tempfile.TemporaryDirectory(prefix="podsched-jaeger-") as scratch:
-        out = _run_go(
+        out = run_go(
             [go, "mod", "download", "-json", f"{_MODULE}@v{JAEGER_MODULE_VERSION}"], Path(scratch), "go mod download"
         )
     info = json.loads(out)
@@ -195,9 +134,9 @@ def _build(go: str, binary: Path, progress: Callable[[str], None]) -> None:
     upstream_sum = (module_dir / "go.sum").read_text()
 
     required = re.search(r"^go\s+(\S+)", upstream_mod, re.MULTILINE)
-    if required and _version_tuple(go_version) < _version_tuple(required.group(1)):
+    if required and version_tuple(version) < version_tuple(required.group(1)):
         raise DevstackError(
-            f"Jaeger {JAEGER_MODULE_VERSION} needs Go {required.group(1)} or newer, but `{go}` is {go_version}: "
+            f"Jaeger {JAEGER_MODULE_VERSION} needs Go {required.group(1)} or newer, but `{go}` is {version}: "
             + INSTALL_HINT
         )
 
@@ -220,8 +159,6 @@ def _build(go: str, binary: Path, progress: Callable[[str], None]) -> None:
     (build_dir / "go.sum").write_text(sums)
 
     # 3. Compile. Output goes to a log file; a line a minute says it is still going.
-    binary.parent.mkdir(parents=True, exist_ok=True)
-    partial = binary.with_name(f"{binary.name}.partial-{os.getpid()}")
     log_path = build_dir / "build.log"
     version_pkg = f"{_MODULE}/internal/version"
     ldflags = " ".join(
@@ -231,32 +168,18 @@ def _build(go: str, binary: Path, progress: Callable[[str], None]) -> None:
             f"-X {version_pkg}.date={_RELEASE_DATE}",
         ]
     )
-    cmd = [go, "build", f"-ldflags={ldflags}", "-o", str(partial), _PACKAGE]
-    progress(f"compiling {_PACKAGE} with {go_version} (log: {log_path})")
-    with log_path.open("w") as log:
-        log.write(f"$ {shlex.join(cmd)}  (in {build_dir})\n")
-        log.flush()
-        proc = subprocess.Popen(
-            cmd, cwd=build_dir, env=_go_env(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-        )
-        try:
-            while True:
-                try:
-                    code = proc.wait(timeout=60)
-                    break
-                except subprocess.TimeoutExpired:
-                    progress(f"still compiling ({time.monotonic() - began:.0f} s so far)")
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            partial.unlink(missing_ok=True)
-            raise
-    if code != 0 or not _installed(partial):
-        partial.unlink(missing_ok=True)
-        raise DevstackError(
-            f"building Jaeger failed (exit {code}); command: {shlex.join(cmd)} (in {build_dir})\n" + _tail(log_path, 40)
-        )
-    partial.rename(binary)
+    progress(f"compiling {_PACKAGE} with {version} (log: {log_path})")
+    go_build(
+        go,
+        [f"-ldflags={ldflags}"],
+        _PACKAGE,
+        cwd=build_dir,
+        binary=binary,
+        log_path=log_path,
+        env=go_env(),
+        program="Jaeger",
+        progress=progress,
+    )
     progress(f"Jaeger {JAEGER_VERSION} built in {time.monotonic() - began:.0f} s: {binary}")
 
 
@@ -486,7 +409,7 @@ def _port_in_use(port: int) -> bool:
         # As Go's listeners do: a connection of the last run lingering in TIME_WAIT does not make the port busy.
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((_HOST, port))
+            sock.bind((HOST, port))
         except OSError:
             return True
     return False
@@ -524,7 +447,7 @@ class Jaeger(ManagedProcess):
             chosen = self._recorded_ports() or {}
         missing = [name for name in PORT_NAMES if name not in chosen]
         if missing:
-            free = iter(p for p in _free_ports(len(PORT_NAMES) * 2) if p not in chosen.values())
+            free = iter(p for p in free_ports(len(PORT_NAMES) * 2) if p not in chosen.values())
             chosen.update({name: next(free) for name in missing})
         if len(set(chosen.values())) != len(chosen):
             raise ValueError(f"Jaeger ports must differ: {chosen}")
@@ -540,20 +463,20 @@ class Jaeger(ManagedProcess):
     @property
     def otlp_endpoint(self) -> str:
         """What PODSCHED_OTLP_ENDPOINT (OTLP gRPC, no TLS) takes: ``http://127.0.0.1:<port>``."""
-        return f"http://{_HOST}:{self._ports['otlp_grpc']}"
+        return f"http://{HOST}:{self._ports['otlp_grpc']}"
 
     @property
     def otlp_http_endpoint(self) -> str:
-        return f"http://{_HOST}:{self._ports['otlp_http']}"
+        return f"http://{HOST}:{self._ports['otlp_http']}"
 
     @property
     def query_url(self) -> str:
         """Base URL of the query HTTP API (``/api/...``) and the UI (``/trace/<id>``)."""
-        return f"http://{_HOST}:{self._ports['query_http']}"
+        return f"http://{HOST}:{self._ports['query_http']}"
 
     @property
     def health_url(self) -> str:
-        return f"http://{_HOST}:{self._ports['health']}/status"
+        return f"http://{HOST}:{self._ports['health']}/status"
 
     @property
     def config_file(self) -> Path:
@@ -571,6 +494,20 @@ class Jaeger(ManagedProcess):
     def pid_file(self) -> Path:
         return self._data_dir / "jaeger.pid"
 
+    @property
+    def endpoint(self) -> str:
+        return self.otlp_endpoint
+
+    @property
+    def logs(self) -> Path:
+        return self.log_file
+
+    def summary(self) -> str:
+        return f"OTLP {self.otlp_endpoint}, UI/API {self.query_url}"
+
+    def release(self) -> str:
+        return f"Jaeger {JAEGER_VERSION}"
+
     def is_ready(self) -> bool:
         """True when the query API answers ``GET /api/services`` and the OTLP gRPC port accepts connections
         (Jaeger starts its extensions, the query API among them, before the receivers)."""
@@ -580,7 +517,7 @@ class Jaeger(ManagedProcess):
             return False
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.settimeout(1.0)
-            return sock.connect_ex((_HOST, self._ports["otlp_grpc"])) == 0
+            return sock.connect_ex((HOST, self._ports["otlp_grpc"])) == 0
 
     # -- query helpers bound to this instance ------------------------------------------------------------
 
@@ -628,7 +565,7 @@ class Jaeger(ManagedProcess):
                 "extensions:",
                 "  healthcheckv2:",
                 "    use_v2: true",
-                f'    http: {{endpoint: "{_HOST}:{p["health"]}"}}',
+                f'    http: {{endpoint: "{HOST}:{p["health"]}"}}',
                 "  jaeger_storage:",
                 "    backends:",
                 f"      memory_store: {{memory: {{max_traces: {self._max_traces}}}}}",
@@ -637,13 +574,13 @@ class Jaeger(ManagedProcess):
                 "    # On by default: the query service traces itself to localhost:4317, i.e. into this very",
                 "    # Jaeger (or, on free test ports, into nothing, logging connection errors).",
                 "    enable_tracing: false",
-                f'    http: {{endpoint: "{_HOST}:{p["query_http"]}"}}',
-                f'    grpc: {{endpoint: "{_HOST}:{p["query_grpc"]}"}}',
+                f'    http: {{endpoint: "{HOST}:{p["query_http"]}"}}',
+                f'    grpc: {{endpoint: "{HOST}:{p["query_grpc"]}"}}',
                 "receivers:",
                 "  otlp:",
                 "    protocols:",
-                f'      grpc: {{endpoint: "{_HOST}:{p["otlp_grpc"]}"}}',
-                f'      http: {{endpoint: "{_HOST}:{p["otlp_http"]}"}}',
+                f'      grpc: {{endpoint: "{HOST}:{p["otlp_grpc"]}"}}',
+                f'      http: {{endpoint: "{HOST}:{p["otlp_http"]}"}}',
                 "processors:",
                 "  # Spans are searchable within about 200 ms of arriving.",
                 "  batch: {timeout: 200ms}",
@@ -661,7 +598,7 @@ class Jaeger(ManagedProcess):
         busy = {name: port for name, port in self._ports.items() if _port_in_use(port)}
         if busy:
             raise DevstackError(
-                f"cannot start Jaeger: {', '.join(f'{_HOST}:{port} ({name})' for name, port in busy.items())} "
+                f"cannot start Jaeger: {', '.join(f'{HOST}:{port} ({name})' for name, port in busy.items())} "
                 "already in use (another Jaeger or OpenTelemetry collector?)"
             )
         began = time.monotonic()
@@ -680,11 +617,11 @@ class Jaeger(ManagedProcess):
     def _owns(self, cmdline: str) -> bool:
         return str(self.config_file) in cmdline
 
-    def _readiness_subject(self) -> str:
+    def readiness_subject(self) -> str:
         return f"Jaeger's query API on {self.query_url}"
 
     def _log_tails(self) -> str:
-        return f"--- {self.log_file} (tail) ---\n{_tail(self.log_file)}"
+        return f"--- {self.log_file} (tail) ---\n{tail(self.log_file)}"
 
     def _recorded_ports(self) -> dict[str, int] | None:
         try:
@@ -702,7 +639,8 @@ class Jaeger(ManagedProcess):
 
 
 def default_data_dir() -> Path:
-    return repo_root() / ".cache" / "devstack" / "jaeger"  # .cache/ is gitignored
+    """Where ``make up`` and the CLI keep Jaeger: ``<checkout>/.cache/devstack/jaeger``."""
+    return devstack_dir("jaeger")
 
 
 def cli_jaeger(data_dir: Path | None = None) -> Jaeger:
@@ -710,72 +648,20 @@ def cli_jaeger(data_dir: Path | None = None) -> Jaeger:
     return Jaeger(data_dir or default_data_dir(), ports=CLI_DEFAULT_PORTS)
 
 
+def _install() -> str:
+    return f"Jaeger {JAEGER_VERSION} (module v{JAEGER_MODULE_VERSION}): {ensure_jaeger_installed()}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m podsched_devstack.jaeger",
+    return run_cli(
+        argv,
+        module="podsched_devstack.jaeger",
         description="Build and run a local Jaeger v2 (loopback, in-memory storage) for podsched.",
+        install=("build the Jaeger binary from the Go module proxy into the cache", _install),
+        default_data_dir=default_data_dir,
+        make=lambda args: cli_jaeger(args.data_dir),
+        timeout=60.0,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("install", help="build the Jaeger binary from the Go module proxy into the cache")
-    for name, text in [
-        ("start", "start Jaeger in the background and print its OTLP gRPC endpoint"),
-        ("stop", "stop the Jaeger started with `start`"),
-        ("status", "say whether Jaeger is up (exit 0) or not (exit 1)"),
-    ]:
-        cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("--data-dir", type=Path, default=None, help="default: <repo>/.cache/devstack/jaeger")
-        cmd.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for start/stop")
-    args = parser.parse_args(argv)
-
-    try:
-        if args.command == "install":
-            began = time.monotonic()
-            binary = ensure_jaeger_installed()
-            took = time.monotonic() - began
-            print(f"Jaeger {JAEGER_VERSION} (module v{JAEGER_MODULE_VERSION}): {binary} ({took:.1f} s)")
-            return 0
-
-        jaeger = cli_jaeger(args.data_dir)
-        if args.command == "stop":
-            pid = jaeger.pid
-            jaeger.stop(timeout=args.timeout)
-            print(f"stopped (pid {pid})" if pid is not None else "not running", file=sys.stderr)
-            return 0
-
-        if args.command == "status":
-            pid = jaeger.pid
-            if pid is None:
-                print("down")
-                return 1
-            if not jaeger.is_ready():
-                print(f"starting or unhealthy: pid {pid}, {jaeger.query_url}/api/services does not answer")
-                return 1
-            rss = jaeger.rss_bytes()
-            rss_text = f", RSS {rss / 2**20:.0f} MiB" if rss is not None else ""
-            print(f"up: OTLP {jaeger.otlp_endpoint}, UI/API {jaeger.query_url} (pid {pid}{rss_text})")
-            return 0
-
-        # start
-        if jaeger.pid is not None and jaeger.is_ready():
-            print(f"already running (pid {jaeger.pid})", file=sys.stderr)
-            print(jaeger.otlp_endpoint)
-            return 0
-        jaeger.start(timeout=args.timeout)
-        jaeger.detach()
-        stop_cmd = "python -m podsched_devstack.jaeger stop"
-        if jaeger.data_dir != default_data_dir().resolve():
-            stop_cmd += f" --data-dir {shlex.quote(str(jaeger.data_dir))}"
-        print(
-            f"Jaeger {JAEGER_VERSION} up in {jaeger.last_startup_seconds:.1f} s (pid {jaeger.pid}); "
-            f"API {jaeger.query_url}/api/traces; log {jaeger.log_file}; "
-            f"stop with: {stop_cmd}",
-            file=sys.stderr,
-        )
-        print(jaeger.otlp_endpoint)  # stdout carries only the endpoint, for scripts
-        return 0
-    except DevstackError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
 
 
 if __name__ == "__main__":

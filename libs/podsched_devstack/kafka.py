@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import contextlib
-import fcntl
 import hashlib
 import os
 import re
@@ -34,12 +32,12 @@ import subprocess
 import sys
 import time
 import uuid
-import warnings
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Self
+
+from .cache import cache_root, install_lock
+from .process import HOST, DevstackError, ManagedProcess, devstack_dir, free_ports, repo_root, run_cli, tail
 
 __all__ = [
     "DEFAULT_HEAP",
@@ -63,31 +61,11 @@ _LOG4J_RELPATH = Path("deploy/local/kafka/log4j.properties")
 _MAVEN_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
 # Pinned: an unpinned plugin makes Maven 3.8 resolve "latest" and print a warning on every run.
 _DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
-_HOST = "127.0.0.1"
-
-
-class DevstackError(RuntimeError):
-    """A local-infrastructure step failed; the message says what to do about it."""
 
 
 # ----------------------------------------------------------------------------------------------------
 # Install
 # ----------------------------------------------------------------------------------------------------
-
-
-def repo_root() -> Path:
-    """The podsched checkout this module runs from (the pom and log4j config live there, not in the wheel)."""
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / _POM_RELPATH).is_file():
-            return parent
-    raise DevstackError(f"no {_POM_RELPATH} above {here}: run podsched_devstack from a podsched checkout")
-
-
-def cache_root() -> Path:
-    """Where downloaded jars live: ``$PODSCHED_CACHE`` or ``~/.cache/podsched`` (never inside the repo)."""
-    configured = os.environ.get("PODSCHED_CACHE")
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "podsched"
 
 
 def kafka_version(pom: Path | None = None) -> str:
@@ -118,18 +96,6 @@ def _find_tool(name: str) -> str:
     return found
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Serialise installs across processes (parallel test workers, `make run` next to a test run)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -155,7 +121,7 @@ def ensure_kafka_installed() -> Path:
     # Checked before Maven runs so the error names the missing tool, not a later "java: not found".
     _find_tool("java")
     mvn = _find_tool("mvn")
-    with _file_lock(home / ".install.lock"):
+    with install_lock(home / ".install.lock"):
         if installed():  # another process finished the install while we waited for the lock
             return libs
         # Copy into a private directory and rename at the end: an interrupted install never looks complete.
@@ -248,249 +214,6 @@ def probe_metadata(host: str, port: int, timeout: float = 2.0) -> list[tuple[int
 # ----------------------------------------------------------------------------------------------------
 
 
-def _free_ports(count: int) -> list[int]:
-    """Distinct free loopback ports. All sockets stay open until every port is chosen, so none repeats."""
-    with contextlib.ExitStack() as stack:
-        ports = []
-        for _ in range(count):
-            sock = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-            sock.bind((_HOST, 0))
-            ports.append(sock.getsockname()[1])
-        return ports
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        with path.open("rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 32_768))
-            text = handle.read().decode(errors="replace")
-    except OSError:
-        return "(none)"
-    return "\n".join(text.splitlines()[-lines:]) or "(empty)"
-
-
-def _process_cmdline(pid: int) -> str | None:
-    """The command line of a live process, or None if it is gone (zombies count as gone)."""
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except FileNotFoundError:
-        return None
-    except OSError:  # no /proc (macOS): fall back to "is the pid alive" without identity
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        return ""
-    return raw.replace(b"\0", b" ").decode(errors="replace") or None
-
-
-def _rss_bytes(pid: int) -> int | None:
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return None
-
-
-class ManagedProcess:
-    """A long-running child that owns a data directory: started in its own session (Ctrl-C in a terminal
-    running pytest or `make run` must not hit it directly; its shutdown is ours to drive) with its output
-    appended to a log, found again through a pid file (by another process too, such as the CLI's
-    ``start``), stopped with SIGTERM and then SIGKILL, or left running with :meth:`detach`.
-
-    Subclasses say what the process is (``_NAME`` for messages, ``_CLI_MODULE`` whose ``stop`` command
-    stops it), how to recognise its command line (:meth:`_owns`), when it is ready (:meth:`is_ready`),
-    and which run files go when it stops (:meth:`_run_files`)."""
-
-    _NAME = "process"
-    _CLI_MODULE = ""
-    _POLL_SECONDS = 0.1  # between readiness probes while starting
-    _STOP_SECONDS = 15.0  # after SIGTERM, before SIGKILL
-
-    def __init__(self, data_dir: Path) -> None:
-        self._data_dir = Path(data_dir).expanduser().resolve()
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._log: IO[bytes] | None = None
-        self.last_startup_seconds: float | None = None
-
-    @property
-    def data_dir(self) -> Path:
-        return self._data_dir
-
-    @property
-    def pid_file(self) -> Path:
-        raise NotImplementedError
-
-    @property
-    def pid(self) -> int | None:
-        """Pid of the running process: ours, or one started on this data_dir by another process (the CLI)."""
-        if self._proc is not None and self._proc.poll() is None:
-            return self._proc.pid
-        return self._pid_from_file()
-
-    def rss_bytes(self) -> int | None:
-        pid = self.pid
-        return _rss_bytes(pid) if pid is not None else None
-
-    def is_running(self) -> bool:
-        return self.pid is not None
-
-    def is_ready(self) -> bool:
-        raise NotImplementedError
-
-    def stop(self, timeout: float | None = None) -> None:
-        """SIGTERM; SIGKILL if it has not exited after ``timeout`` seconds (default ``_STOP_SECONDS``).
-
-        Also stops a process that another process (the CLI) started on this data_dir, found via the pid file.
-        """
-        timeout = self._STOP_SECONDS if timeout is None else timeout
-        if self._proc is None:
-            pid = self._pid_from_file()
-            if pid is not None:
-                _stop_pid(pid, timeout)
-            self._forget_run_files()
-            return
-        self._terminate(grace=timeout)
-
-    def detach(self) -> None:
-        """Let the process outlive this Python process (the CLI's ``start``, ``make up``).
-
-        Afterwards this object (or any other on the same data_dir) finds it through the pid file.
-        """
-        proc, self._proc = self._proc, None
-        if self._log is not None:  # the child has its own copy of the descriptor
-            self._log.close()
-            self._log = None
-        # Popen.__del__ warns about a child that is still running, which here is the intent. Dropping the
-        # last reference inside the filter runs __del__ right now (reference counting), so nothing leaks out.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ResourceWarning)
-            del proc
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def start(self, timeout: float = 60.0) -> None:
-        raise NotImplementedError
-
-    # -- for subclasses ----------------------------------------------------------------------------------
-
-    def _owns(self, cmdline: str) -> bool:
-        """Whether a live process with this command line is ours (this kind, this data_dir)."""
-        raise NotImplementedError
-
-    def _readiness_subject(self) -> str:
-        """What is not ready, for the timeout message, e.g. "Kafka broker on 127.0.0.1:9092"."""
-        raise NotImplementedError
-
-    def _log_tails(self) -> str:
-        raise NotImplementedError
-
-    def _run_files(self) -> list[Path]:
-        """Files that exist only while the process runs."""
-        return [self.pid_file]
-
-    def _already_started(self) -> bool:
-        """True if our child is running; raises if another process runs on this data_dir."""
-        if self._proc is not None:
-            if self._proc.poll() is None:
-                return True
-            self._release()  # it died on its own since the last start
-        other = self._pid_from_file()
-        if other is not None:
-            raise DevstackError(
-                f"a {self._NAME} (pid {other}) is already running on {self._data_dir}; "
-                f"stop it with: {sys.executable} -m {self._CLI_MODULE} stop --data-dir {self._data_dir}"
-            )
-        return False
-
-    def _launch(self, cmd: list[str], log_path: Path, began: float, timeout: float) -> None:
-        """Start `cmd` with its output appended to `log_path`, record its pid, and wait until it is ready
-        (or stop it and raise)."""
-        self._log = log_path.open("ab")
-        self._log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {shlex.join(cmd)}\n".encode())
-        self._log.flush()
-        self._proc = subprocess.Popen(
-            cmd,
-            cwd=self._data_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.pid_file.write_text(f"{self._proc.pid}\n")
-        try:
-            self._wait_ready(began + timeout, timeout)
-        except BaseException:
-            self._terminate(grace=5.0)
-            raise
-
-    def _wait_ready(self, deadline: float, timeout: float) -> None:
-        assert self._proc is not None
-        while True:
-            code = self._proc.poll()
-            if code is not None:
-                raise DevstackError(f"{self._NAME} exited (code {code}) while starting.\n{self._log_tails()}")
-            if self.is_ready():
-                return
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise DevstackError(
-                    f"{self._readiness_subject()} not ready after {timeout:.0f} s.\n" + self._log_tails()
-                )
-            # Waiting on the process (not a bare sleep) paces the probes and notices a crash immediately.
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self._proc.wait(timeout=min(self._POLL_SECONDS, remaining))
-
-    def _terminate(self, grace: float) -> None:
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=grace)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        self._release()
-        self._forget_run_files()
-
-    def _forget_run_files(self) -> None:
-        for path in self._run_files():
-            path.unlink(missing_ok=True)
-
-    def _release(self) -> None:
-        self._proc = None
-        if self._log is not None:
-            self._log.close()
-            self._log = None
-
-    def _pid_from_file(self) -> int | None:
-        """The pid in the pid file if that process is still ours.
-
-        Checks the command line, not just liveness, so a stale file whose pid was reused by an unrelated
-        process is never signalled.
-        """
-        try:
-            pid = int(self.pid_file.read_text().strip())
-        except (OSError, ValueError):
-            return None
-        cmdline = _process_cmdline(pid)
-        if cmdline is None:
-            return None
-        if cmdline and not self._owns(cmdline):
-            return None
-        return pid
-
-
 class KafkaBroker(ManagedProcess):
     """One single-node Kafka broker (combined KRaft broker+controller) on loopback, owning ``data_dir``.
 
@@ -520,7 +243,7 @@ class KafkaBroker(ManagedProcess):
         if port is None and controller_port is None and recorded is not None:
             port, controller_port = recorded
         if port is None or controller_port is None:
-            free = iter(p for p in _free_ports(3) if p not in (port, controller_port))
+            free = iter(p for p in free_ports(3) if p not in (port, controller_port))
             port = port if port is not None else next(free)
             controller_port = controller_port if controller_port is not None else next(free)
         if port == controller_port:
@@ -542,7 +265,7 @@ class KafkaBroker(ManagedProcess):
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"{_HOST}:{self._port}"
+        return f"{HOST}:{self._port}"
 
     @property
     def server_properties(self) -> Path:
@@ -567,10 +290,21 @@ class KafkaBroker(ManagedProcess):
         """The bootstrap address while the broker runs, for scripts: ``$(cat .../bootstrap.servers)``."""
         return self._data_dir / "bootstrap.servers"
 
+    @property
+    def endpoint(self) -> str:
+        return self.bootstrap_servers
+
+    @property
+    def logs(self) -> Path:
+        return self.logs_dir
+
+    def release(self) -> str:
+        return f"Kafka {kafka_version()}"
+
     def is_ready(self) -> bool:
         """True when the broker answers a Metadata request and lists itself."""
         try:
-            brokers = probe_metadata(_HOST, self._port)
+            brokers = probe_metadata(HOST, self._port)
         except (OSError, ValueError, struct.error):  # not listening yet, closed mid-response, garbage
             return False
         return any(port == self._port for _, _, port in brokers)
@@ -655,9 +389,9 @@ class KafkaBroker(ManagedProcess):
                 "# Combined broker+controller, one node, static quorum (the same on Kafka 3.9 and 4.x).",
                 "process.roles=broker,controller",
                 "node.id=1",
-                f"controller.quorum.voters=1@{_HOST}:{c}",
-                f"listeners=PLAINTEXT://{_HOST}:{p},CONTROLLER://{_HOST}:{c}",
-                f"advertised.listeners=PLAINTEXT://{_HOST}:{p}",
+                f"controller.quorum.voters=1@{HOST}:{c}",
+                f"listeners=PLAINTEXT://{HOST}:{p},CONTROLLER://{HOST}:{c}",
+                f"advertised.listeners=PLAINTEXT://{HOST}:{p}",
                 "controller.listener.names=CONTROLLER",
                 "inter.broker.listener.name=PLAINTEXT",
                 "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
@@ -706,7 +440,7 @@ class KafkaBroker(ManagedProcess):
     def _owns(self, cmdline: str) -> bool:
         return "kafka.Kafka" in cmdline and str(self.server_properties) in cmdline
 
-    def _readiness_subject(self) -> str:
+    def readiness_subject(self) -> str:
         return f"Kafka broker on {self.bootstrap_servers}"
 
     def _run_files(self) -> list[Path]:
@@ -714,8 +448,8 @@ class KafkaBroker(ManagedProcess):
 
     def _log_tails(self) -> str:
         return (
-            f"--- {self.logs_dir / 'broker.out'} (tail) ---\n{_tail(self.logs_dir / 'broker.out')}\n"
-            f"--- {self.logs_dir / 'server.log'} (tail) ---\n{_tail(self.logs_dir / 'server.log')}"
+            f"--- {self.logs_dir / 'broker.out'} (tail) ---\n{tail(self.logs_dir / 'broker.out')}\n"
+            f"--- {self.logs_dir / 'server.log'} (tail) ---\n{tail(self.logs_dir / 'server.log')}"
         )
 
     def _recorded_ports(self) -> tuple[int, int] | None:
@@ -730,115 +464,57 @@ class KafkaBroker(ManagedProcess):
         return int(broker.group(1)), int(controller.group(1))
 
 
-def _stop_pid(pid: int, timeout: float) -> None:
-    """SIGTERM a process that is not our child, then SIGKILL it if it outlives ``timeout``."""
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while _process_cmdline(pid) is not None:
-        if time.monotonic() >= deadline:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + 10.0
-        # Not our child, so there is nothing to wait() on: poll /proc at a short interval.
-        time.sleep(0.1)
-
-
 # ----------------------------------------------------------------------------------------------------
 # CLI
 # ----------------------------------------------------------------------------------------------------
 
 
-def _default_data_dir() -> Path:
-    return repo_root() / ".cache" / "devstack" / "kafka"  # .cache/ is gitignored
+def default_data_dir() -> Path:
+    """Where ``make up`` and the CLI keep the broker: ``<checkout>/.cache/devstack/kafka``."""
+    return devstack_dir("kafka")
 
 
-def _cli_broker(args: argparse.Namespace, *, fixed_default_port: bool) -> KafkaBroker:
+def _cli_broker(args: argparse.Namespace) -> KafkaBroker:
     """The broker the CLI arguments name.
 
     ``start`` defaults to the fixed ports 19092/19093 so `make run` has a stable address; ``stop`` and
     ``status`` without --port use whatever ports the data dir was last started with.
     """
     port, controller_port = args.port, args.controller_port
-    if port is None and fixed_default_port:
+    if port is None and args.command == "start":
         port = CLI_DEFAULT_PORT
     if port is not None and controller_port is None:
         controller_port = port + 1
     return KafkaBroker(args.data_dir, port=port, controller_port=controller_port, heap=args.heap)
 
 
+def _cli_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--port", type=int, default=None, help=f"default: {CLI_DEFAULT_PORT}")
+    command.add_argument("--controller-port", type=int, default=None, help="default: port + 1")
+    command.add_argument("--heap", default=DEFAULT_HEAP, help=f"JVM heap flags (default: {DEFAULT_HEAP!r})")
+
+
+def _install() -> str:
+    libs = ensure_kafka_installed()
+    return f"Kafka {kafka_version()}: {len(list(libs.glob('*.jar')))} jars in {libs}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m podsched_devstack.kafka",
+    return run_cli(
+        argv,
+        module="podsched_devstack.kafka",
         description="Install and run a local single-node Apache Kafka broker (KRaft) for podsched.",
+        install=("resolve the Kafka jars from Maven Central into the cache", _install),
+        default_data_dir=default_data_dir,
+        make=_cli_broker,
+        options=_cli_options,
+        timeout=90.0,
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("install", help="resolve the Kafka jars from Maven Central into the cache")
-    for name, text in [
-        ("start", "start the broker in the background and print its bootstrap address"),
-        ("stop", "stop the broker started with `start`"),
-        ("status", "say whether the broker is up (exit 0) or not (exit 1)"),
-    ]:
-        cmd = sub.add_parser(name, help=text)
-        cmd.add_argument("--data-dir", type=Path, default=None, help="default: <repo>/.cache/devstack/kafka")
-        cmd.add_argument("--port", type=int, default=None, help=f"default: {CLI_DEFAULT_PORT}")
-        cmd.add_argument("--controller-port", type=int, default=None, help="default: port + 1")
-        cmd.add_argument("--heap", default=DEFAULT_HEAP, help=f"JVM heap flags (default: {DEFAULT_HEAP!r})")
-        cmd.add_argument("--timeout", type=float, default=90.0, help="seconds to wait for start/stop")
-    args = parser.parse_args(argv)
 
-    try:
-        if args.command == "install":
-            began = time.monotonic()
-            libs = ensure_kafka_installed()
-            jars = len(list(libs.glob("*.jar")))
-            print(f"Kafka {kafka_version()}: {jars} jars in {libs} ({time.monotonic() - began:.1f} s)")
-            return 0
 
-        if args.data_dir is None:
-            args.data_dir = _default_data_dir()
-        broker = _cli_broker(args, fixed_default_port=args.command == "start")
-        if args.command == "stop":
-            pid = broker.pid
-            broker.stop(timeout=args.timeout)
-            print(f"stopped (pid {pid})" if pid is not None else "not running", file=sys.stderr)
-            return 0
-
-        if args.command == "status":
-            pid = broker.pid
-            if pid is None:
-                print("down")
-                return 1
-            if not broker.is_ready():
-                print(f"starting or unhealthy: pid {pid}, {broker.bootstrap_servers} does not serve metadata")
-                return 1
-            rss = broker.rss_bytes()
-            rss_text = f", RSS {rss / 2**20:.0f} MiB" if rss is not None else ""
-            print(f"up: {broker.bootstrap_servers} (pid {pid}{rss_text}, data {broker.data_dir})")
-            return 0
-
-        # start
-        if broker.pid is not None and broker.is_ready():
-            print(f"already running (pid {broker.pid})", file=sys.stderr)
-            print(broker.bootstrap_servers)
-            return 0
-        broker.start(timeout=args.timeout)
-        broker.detach()
-        stop_cmd = "python -m podsched_devstack.kafka stop"
-        if broker.data_dir != _default_data_dir().resolve():
-            stop_cmd += f" --data-dir {shlex.quote(str(broker.data_dir))}"
-        print(
-            f"Kafka {kafka_version()} up in {broker.last_startup_seconds:.1f} s (pid {broker.pid}); "
-            f"logs in {broker.logs_dir}; stop with: {stop_cmd}",
-            file=sys.stderr,
-        )
-        # stdout carries only the address, so `BOOTSTRAP=$(python -m podsched_devstack.kafka start)` works.
-        print(broker.bootstrap_servers)
-        return 0
-    except DevstackError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-
+# Names upstream.py still imports from here.
+_file_lock = install_lock
+_tail = tail
 
 if __name__ == "__main__":
     sys.exit(main())

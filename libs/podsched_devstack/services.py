@@ -12,7 +12,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,16 @@ from podsched_service.config import (
 from podsched_service.healthcheck import check
 from podsched_service.tls import ClientTLS
 
-from .kafka import DevstackError, _free_ports, _rss_bytes
+from .process import (
+    free_ports,
+    group_pids,
+    process_cpu_seconds,
+    rss_bytes,
+    spawn,
+    stop_child,
+    tail,
+    wait_ready,
+)
 
 SERVICES = ("binder", "filter", "preemption", "queue")  # start order: writers before readers
 
@@ -71,7 +79,7 @@ class StackSettings:
     @staticmethod
     def on_free_ports(bootstrap: str, run_dir: Path, **kwargs: object) -> StackSettings:
         """Settings whose gRPC and metrics ports are all free loopback ports (tests run stacks side by side)."""
-        ports = _free_ports(2 * len(SERVICES))
+        ports = free_ports(2 * len(SERVICES))
         grpc_ports, metrics_ports = ports[: len(SERVICES)], ports[len(SERVICES) :]
         addresses = {name: f"127.0.0.1:{port}" for name, port in zip(SERVICES, grpc_ports, strict=True)}
         metrics = {name: f"127.0.0.1:{port}" for name, port in zip(SERVICES, metrics_ports, strict=True)}
@@ -135,34 +143,26 @@ class ServiceStack:
 
     def start_one(self, name: str, wait: bool = True, timeout: float = 120.0) -> None:
         with open(self.log_path(name), "ab") as log:  # appended across restarts: one story per service
-            process = subprocess.Popen(
-                [sys.executable, "-m", f"podsched_{name}"],
-                env=self.environment(name),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # Ctrl-C in the terminal reaches the services only through `stop`
-            )
+            process = spawn([sys.executable, "-m", f"podsched_{name}"], log, env=self.environment(name))
         self.processes[name] = process
         self.pid_path(name).write_text(str(process.pid))
         if wait:
             self.wait_healthy(name, timeout)
 
     def wait_healthy(self, name: str, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
         address = self.settings.addresses[name]
-        while not check(address, timeout=1.0, tls=self.settings.health_tls):
-            process = self.processes.get(name)
-            if process is not None and process.poll() is not None:
-                raise DevstackError(f"{name} exited with {process.returncode}:\n{self.tail(name)}")
-            if time.monotonic() > deadline:
-                raise DevstackError(f"{name} not SERVING on {address} after {timeout:.0f}s:\n{self.tail(name)}")
-            time.sleep(0.1)
+        wait_ready(
+            self.processes.get(name),
+            lambda: check(address, timeout=1.0, tls=self.settings.health_tls),
+            timeout=timeout,
+            poll_seconds=0.1,
+            what=name,
+            subject=f"{name} (gRPC health SERVING on {address})",
+            log_tails=lambda: self.tail(name),
+        )
 
     def tail(self, name: str, lines: int = 30) -> str:
-        try:
-            return "\n".join(self.log_path(name).read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return tail(self.log_path(name), lines)
 
     def kill9(self, name: str) -> None:
         """SIGKILL the service's whole process group (the preemption service's workers too)."""
@@ -175,12 +175,7 @@ class ServiceStack:
         process = self.processes.pop(name, None)
         if process is None:
             return None
-        process.send_signal(signal.SIGTERM)
-        try:
-            return process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            return process.wait()
+        return stop_child(process, timeout)
 
     def restart(self, name: str, kill: bool = True, timeout: float = 120.0) -> None:
         if kill:
@@ -196,41 +191,16 @@ class ServiceStack:
     def rss_bytes(self) -> dict[str, int]:
         """Resident memory of each service's process group (the preemption workers included)."""
         return {
-            name: sum(_rss_bytes(pid) or 0 for pid in _group_pids(process.pid))
+            name: sum(rss_bytes(pid) or 0 for pid in group_pids(process.pid))
             for name, process in self.processes.items()
         }
 
     def cpu_seconds(self) -> dict[str, float]:
         """User + system CPU time so far of each service's process group (the preemption workers included)."""
         return {
-            name: sum(process_cpu_seconds(pid) or 0.0 for pid in _group_pids(process.pid))
+            name: sum(process_cpu_seconds(pid) or 0.0 for pid in group_pids(process.pid))
             for name, process in self.processes.items()
         }
-
-
-def _group_pids(pgid: int) -> list[int]:
-    """The processes of a process group now (from /proc; empty without it)."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if os.getpgid(int(entry.name)) == pgid:
-                pids.append(int(entry.name))
-        except OSError:  # gone meanwhile
-            continue
-    return pids
-
-
-def process_cpu_seconds(pid: int) -> float | None:
-    """utime + stime of one process from /proc (None without /proc or once it is gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name (field 2) may hold spaces and parentheses: split after its closing one.
-    fields = stat[stat.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 # --- Prometheus metrics -----------------------------------------------------------------------------

@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 
-from podsched_devstack.jaeger import CLI_DEFAULT_PORTS, PORT_NAMES, Jaeger, _version_tuple, render_trace_tree
+from podsched_devstack.gobuild import version_tuple
+from podsched_devstack.jaeger import CLI_DEFAULT_PORTS, PORT_NAMES, Jaeger, render_trace_tree
 from podsched_devstack.services import SERVICES, ServiceStack, StackSettings
 from podsched_service.config import DEFAULT_QUEUE_METRICS
 
@@ -125,8 +126,8 @@ def test_free_ports_are_distinct_and_recorded_ports_are_reused(tmp_path: Path) -
 
 
 def test_go_version_comparison() -> None:
-    assert _version_tuple("go1.26.8") > _version_tuple("1.24.6") > _version_tuple("go1.24")
-    assert _version_tuple("go1.9") < _version_tuple("1.24.6")
+    assert version_tuple("go1.26.8") > version_tuple("1.24.6") > version_tuple("go1.24")
+    assert version_tuple("go1.9") < version_tuple("1.24.6")
 
 
 def test_services_get_the_otlp_endpoint_and_their_own_metrics_address(tmp_path: Path) -> None:
