@@ -10,7 +10,7 @@ every node once). Percentiles are nearest-rank, as scheduler_perf computes them.
 "plain" is SchedulingAlgorithm from build_algorithm; "fast" is FastSchedulingAlgorithm wired as
 the simulator wires it: track_changes(), every changed node reported through mark_dirty.
 
-Templates are upstream scheduler_perf's (reference/performance-anchors.md §1.2): node 4 CPU /
+Templates are upstream scheduler_perf's (test/integration/scheduler_perf/templates/): node 4 CPU /
 32Gi / 110 pods; pod-default 100m / 500Mi; pod-low-priority 900m / 500Mi, priority 0, grace 0;
 pod-high-priority priority 10, 3 CPU / 500Mi.
 

@@ -21,7 +21,7 @@ binder's Kafka transactions and records, per measured pod, from the services' me
 (the queue's mean wait per call to each service, by method); and a PNG of throughput over time per
 workload in --plot-dir.
 
-Templates (reference/performance-anchors.md §1.2): node 4 CPU / 32Gi / 110 pods; pod-default
+Templates (test/integration/scheduler_perf/templates/): node 4 CPU / 32Gi / 110 pods; pod-default
 100m/500Mi; pod-low-priority 900m/500Mi, grace 0; pod-high-priority priority 10, 3 CPU/500Mi;
 pod-high-priority-large-cpu priority 10, 9 CPU. Upstream's harness disables Priority admission and
 writes spec.priority directly; here admission is on, so priority 10 comes from a PriorityClass of

@@ -1,5 +1,5 @@
 """scheduler_perf's SchedulingThroughput, computed exactly as upstream's throughputCollector does
-(test/integration/scheduler_perf/util.go; reference/performance-anchors.md §1.4), so our numbers
+(test/integration/scheduler_perf/util.go, throughputCollector), so our numbers
 sit beside upstream's thresholds.
 
 The collector looks at the number of measured pods that are bound once per second (a tick):

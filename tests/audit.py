@@ -1,4 +1,5 @@
-"""Auditor of the Kafka log: proves DESIGN.md §2's durability and safety invariants from what was written.
+"""Auditor of the Kafka log: proves from what was written that no acknowledged write is lost or duplicated,
+no node is ever overcommitted, no pod is bound twice and every victim has lower priority than its preemptor.
 
 The crash-safety tests kill services (or all of them) at arbitrary moments and then need to know whether
 anything unsafe ever happened, not merely whether the final state looks right: a node overcommitted for one

@@ -1,4 +1,4 @@
-"""The numpy fast path gives the plain path's answers (STYLE.md rule 6: fast paths are honest).
+"""The numpy fast path gives the plain path's answers (a vectorized path is only an optimisation).
 
 Random clusters (node sizes, extended resources, taints, cordons, labels; running pods with random
 priorities, start times, requests and labels; PDBs; nominated pods) and random incoming pods are

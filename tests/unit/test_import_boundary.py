@@ -1,7 +1,7 @@
 """The scheduling core is pure: no asyncio, gRPC, Kafka, telemetry, threads or I/O frameworks.
 
 Services, preemption workers, `podsched simulate` and the unit tests all run this same code, so it
-must not depend on how it is hosted (STYLE.md, "Keep the algorithm pure")."""
+must not depend on how it is hosted."""
 
 from __future__ import annotations
 

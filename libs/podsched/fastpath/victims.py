@@ -1,4 +1,5 @@
-"""SelectVictimsOnNode (reference §1.8) for a resource-only preemptor, on many nodes at once.
+"""SelectVictimsOnNode (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go) for a
+resource-only preemptor, on many nodes at once.
 
 For a preemptor whose every filter except NodeResourcesFit depends on the Node object alone, a
 node reaching the dry run already passed those filters (its status was Unschedulable, and they

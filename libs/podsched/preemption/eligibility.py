@@ -1,4 +1,5 @@
-"""PodEligibleToPreemptOthers (reference §1.5)."""
+"""PodEligibleToPreemptOthers (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go):
+whether a pod may preempt at all."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Evaluator.Preempt (reference §1.4-§1.11): the generic preemption algorithm.
+"""Evaluator.Preempt (pkg/scheduler/framework/preemption/preemption.go): the generic preemption algorithm,
+from eligibility through the dry run to the choice of one node.
 
 Side effects are not performed here: the result names the victims and the lower-priority nominated
 pods to clear, and the caller (binder, simulator) actuates them. The candidate offset and the victim

@@ -1,5 +1,5 @@
-"""SelectVictimsOnNode (reference §1.8): the fewest, least important pods whose removal lets the
-preemptor fit, reprieving PDB-protected pods first."""
+"""SelectVictimsOnNode (pkg/scheduler/framework/plugins/defaultpreemption/default_preemption.go): the
+fewest, least important pods whose removal lets the preemptor fit, reprieving PDB-protected pods first."""
 
 from __future__ import annotations
 
