@@ -40,6 +40,9 @@ from podsched.api.types import (
     Toleration,
     TopologySpreadConstraint,
 )
+from podsched.framework.cycle_state import CycleState
+from podsched.framework.interface import PreFilterExtensions
+from podsched.framework.node_info import NodeInfo, PodInfo
 
 LOW_PRIORITY = 0
 MID_PRIORITY = 100
@@ -249,3 +252,22 @@ def make_priority_class(
 
 def selector_in(key: str, *values: str) -> LabelSelector:
     return LabelSelector(match_expressions=(LabelSelectorRequirement(key, "In", tuple(values)),))
+
+
+def change_through_extension(
+    plugin: PreFilterExtensions, state: CycleState, pod: Pod, node_infos: list[NodeInfo], change: str, changed_pod: Pod
+) -> tuple[CycleState, list[NodeInfo]]:
+    """As preemption's dry run does: clone the state and the changed pod's node, add (``change == "add"``)
+    or remove ``changed_pod`` there and tell ``plugin``'s AddPod/RemovePod. Returns the cloned state and
+    the nodes with the changed one; ``state`` and ``node_infos`` stay as they were."""
+    what_if = state.clone()
+    target = next(n for n in node_infos if n.name == changed_pod.spec.node_name).clone()
+    changed = next((p for p in target.pods if p.pod.name == changed_pod.name), PodInfo(changed_pod))
+    if change == "add":
+        target.add_pod(changed)
+        status = plugin.add_pod(what_if, pod, changed, target)
+    else:
+        target.remove_pod(changed.pod)
+        status = plugin.remove_pod(what_if, pod, changed, target)
+    assert status is None
+    return what_if, [target if n.name == target.name else n for n in node_infos]

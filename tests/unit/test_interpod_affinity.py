@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from builders import make_node, make_pod
+from builders import change_through_extension, make_node, make_pod
 from podsched.api.types import (
     NAMESPACE_NAME_LABEL,
     Affinity,
@@ -615,19 +615,7 @@ def test_add_pod_and_remove_pod_change_the_filter_outcome_on_a_clone_only(case: 
     assert status is None
     assert [reasons(plugin.filter(state, case.pod, n)) for n in node_infos] == [reasons(w) for w in case.want_before]
 
-    # As preemption's dry run does: clone state and the node, then change the node through the extension.
-    what_if = state.clone()
-    by_name = {n.name: n for n in node_infos}
-    target = by_name[case.changed_pod.spec.node_name].clone()
-    changed = next((p for p in target.pods if p.pod.name == case.changed_pod.name), PodInfo(case.changed_pod))
-    if case.change == "add":
-        target.add_pod(changed)
-        status = plugin.add_pod(what_if, case.pod, changed, target)
-    else:
-        target.remove_pod(changed.pod)
-        status = plugin.remove_pod(what_if, case.pod, changed, target)
-    assert status is None
-    after = [target if n.name == target.name else n for n in node_infos]
+    what_if, after = change_through_extension(plugin, state, case.pod, node_infos, case.change, case.changed_pod)
     assert [reasons(plugin.filter(what_if, case.pod, n)) for n in after] == [reasons(w) for w in case.want_after]
 
     # The original state is untouched.

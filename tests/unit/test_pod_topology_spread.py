@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from builders import make_node, make_pod
+from builders import change_through_extension, make_node, make_pod
 from podsched.api.types import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
@@ -467,17 +467,7 @@ def test_add_pod_and_remove_pod_change_the_filter_outcome_on_a_clone_only(case: 
     assert status is None
     assert codes(plugin, state, case.pod, node_infos) == case.want_before
 
-    what_if = state.clone()
-    target = next(n for n in node_infos if n.name == case.changed_pod.spec.node_name).clone()
-    changed = next((p for p in target.pods if p.pod.name == case.changed_pod.name), PodInfo(case.changed_pod))
-    if case.change == "add":
-        target.add_pod(changed)
-        status = plugin.add_pod(what_if, case.pod, changed, target)
-    else:
-        target.remove_pod(changed.pod)
-        status = plugin.remove_pod(what_if, case.pod, changed, target)
-    assert status is None
-    after = [target if n.name == target.name else n for n in node_infos]
+    what_if, after = change_through_extension(plugin, state, case.pod, node_infos, case.change, case.changed_pod)
     assert codes(plugin, what_if, case.pod, after) == case.want_after
     assert codes(plugin, state, case.pod, node_infos) == case.want_before
 
