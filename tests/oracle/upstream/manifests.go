@@ -126,6 +126,10 @@ func decodeDocument(source string, data []byte) ([]manifest, error) {
 	}
 	strict, err := kjson.UnmarshalStrict(data, obj)
 	if err != nil {
+		// A bad quantity's error does not say where it is: find it.
+		if field := badQuantity(data); field != "" {
+			return nil, badInput("%s: %s %s: %s: %v", source, tm.Kind, nameFromJSON(data), field, err)
+		}
 		return nil, badInput("%s: %s %s: %v", source, tm.Kind, nameFromJSON(data), err)
 	}
 	if len(strict) > 0 {
@@ -136,6 +140,52 @@ func decodeDocument(source string, data []byte) ([]manifest, error) {
 		return nil, badInput("%s: %s %s: %s", source, tm.Kind, nameFromJSON(data), strings.Join(msgs, "; "))
 	}
 	return []manifest{{source: source, obj: obj}}, nil
+}
+
+// badQuantity names the first resource quantity in a Pod or Node that does not parse ("" if none).
+func badQuantity(data []byte) string {
+	var doc map[string]any
+	if json.Unmarshal(data, &doc) != nil {
+		return ""
+	}
+	check := func(path string, list any) string {
+		m, _ := list.(map[string]any)
+		for name, v := range m {
+			text := fmt.Sprint(v)
+			if _, err := resource.ParseQuantity(text); err != nil {
+				return fmt.Sprintf("%s[%s]: Invalid value: %q", path, name, text)
+			}
+		}
+		return ""
+	}
+	get := func(m any, key string) any {
+		if mm, ok := m.(map[string]any); ok {
+			return mm[key]
+		}
+		return nil
+	}
+	status := get(doc, "status")
+	for _, key := range []string{"capacity", "allocatable"} {
+		if bad := check("status."+key, get(status, key)); bad != "" {
+			return bad
+		}
+	}
+	spec := get(doc, "spec")
+	if bad := check("spec.overhead", get(spec, "overhead")); bad != "" {
+		return bad
+	}
+	for _, list := range []string{"initContainers", "containers"} {
+		containers, _ := get(spec, list).([]any)
+		for i, c := range containers {
+			for _, kind := range []string{"requests", "limits"} {
+				path := fmt.Sprintf("spec.%s[%d].resources.%s", list, i, kind)
+				if bad := check(path, get(get(c, "resources"), kind)); bad != "" {
+					return bad
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func nameFromJSON(data []byte) string {
