@@ -80,6 +80,16 @@ def wait_for_acks(submitter: Submitter, count: int, timeout: float = 120) -> Non
         time.sleep(0.05)
 
 
+def kill_9_as_acks_arrive(stack: ServiceStack, submitter: Submitter, schedule: list[tuple[int, str]]) -> None:
+    """For each (acks, service) in order: once the submitter has that many acknowledged writes, kill -9 the
+    service and start it again, while the submitter goes on."""
+    for acks, name in schedule:
+        wait_for_acks(submitter, acks)
+        stack.kill9(name)
+        time.sleep(0.3)
+        stack.start_one(name, wait=True)
+
+
 def settle(api: Api, expected_pods: int, timeout: float = 300, quiet: float = 3.0) -> None:
     """Until nothing has changed for `quiet` seconds: no pod terminating, every pod bound or marked
     unschedulable, and the same placements at every look."""
@@ -151,22 +161,14 @@ def test_kill_9_of_each_service_all_services_and_the_broker_loses_nothing_and_br
     # The low pods fill the cluster; each high pod then has to preempt one.
     lows = Submitter(stack.server, [pod(f"low-{i:03}", "low-priority", "1", grace=1) for i in range(LOW_PODS)])
     lows.start()
-    for acks, name in ((100, "binder"), (200, "filter"), (300, "queue")):
-        wait_for_acks(lows, acks)
-        stack.kill9(name)
-        time.sleep(0.3)
-        stack.start_one(name, wait=True)
+    kill_9_as_acks_arrive(stack, lows, [(100, "binder"), (200, "filter"), (300, "queue")])
     lows.join(timeout=300)
     assert lows.error is None, f"submitter failed: {lows.error!r}"
     settle(api, LOW_PODS)
 
     submitter = Submitter(stack.server, [pod(f"high-{i:03}", "high-priority", "1", grace=1) for i in range(HIGH_PODS)])
     submitter.start()
-    for acks, name in ((10, "preemption"), (25, "binder"), (40, "queue")):
-        wait_for_acks(submitter, acks)
-        stack.kill9(name)
-        time.sleep(0.3)
-        stack.start_one(name, wait=True)
+    kill_9_as_acks_arrive(stack, submitter, [(10, "preemption"), (25, "binder"), (40, "queue")])
     wait_for_acks(submitter, 60)
     for name in SERVICES:  # all at once
         stack.kill9(name)
