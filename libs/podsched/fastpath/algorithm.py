@@ -763,14 +763,21 @@ class FastSchedulingAlgorithm:
             if name == names.NODE_RESOURCES_FIT:
                 cpu = _least_allocated(column("nz_cpu") + shape.non_zero_cpu, column("alloc_cpu"))
                 memory = _least_allocated(column("nz_mem") + shape.non_zero_memory, column("alloc_mem"))
-                total += weight * ((cpu + memory) // 2)
+                # least_allocated_score: the average over the resources the node has any of
+                counted = (column("alloc_cpu") != 0).astype(np.int64) + (column("alloc_mem") != 0)
+                total += weight * ((cpu + memory) // np.maximum(counted, 1))
             elif name == names.NODE_RESOURCES_BALANCED_ALLOCATION and not shape.skip_balanced:
-                total += weight * _balanced_allocation(
+                with_pod = _balanced_allocation(
                     column("req_cpu") + shape.request_cpu,
                     column("req_mem") + shape.request_memory,
                     column("alloc_cpu"),
                     column("alloc_mem"),
                 )
+                without_pod = _balanced_allocation(
+                    column("req_cpu"), column("req_mem"), column("alloc_cpu"), column("alloc_mem")
+                )
+                half = MAX_NODE_SCORE // 2
+                total += weight * (half + (half + with_pod - without_pod) // 2)  # balance_change_score
         return total
 
     def _select_host(self, rows: I64, totals: I64) -> str:

@@ -80,17 +80,19 @@ def pod_requests(pod: Pod) -> Resource:
 
 
 def non_zero_requests(pod: Pod) -> tuple[int, int]:
-    """(milli_cpu, memory) with upstream's defaults for containers that request nothing.
+    """(milli_cpu, memory) with upstream's defaults for containers that do not request them.
 
-    Upstream applies the default per container, before summing; we do the same."""
+    Upstream applies the default per container, before summing; we do the same. Only a missing
+    request takes the default: an explicit `cpu: 0` stays 0 (applyNonMissing in
+    component-helpers' PodRequests)."""
     cpu = 0
     memory = 0
 
     def container_values(container: Container) -> tuple[int, int]:
         values = dict(container.requests)
         return (
-            values.get(RESOURCE_CPU) or DEFAULT_MILLI_CPU_REQUEST,
-            values.get(RESOURCE_MEMORY) or DEFAULT_MEMORY_REQUEST,
+            values.get(RESOURCE_CPU, DEFAULT_MILLI_CPU_REQUEST),
+            values.get(RESOURCE_MEMORY, DEFAULT_MEMORY_REQUEST),
         )
 
     for container in pod.spec.containers:

@@ -124,14 +124,16 @@ class NodeResourcesFit:
 def least_allocated_score(
     cpu_requested: int, memory_requested: int, cpu_allocatable: int, memory_allocatable: int
 ) -> int:
-    """leastRequestedScore per resource, then the weighted (1:1) integer average."""
-
-    def one(requested: int, capacity: int) -> int:
-        if capacity == 0 or requested > capacity:
-            return 0
-        return (capacity - requested) * MAX_NODE_SCORE // capacity
-
-    return (one(cpu_requested, cpu_allocatable) + one(memory_requested, memory_allocatable)) // 2
+    """leastRequestedScore per resource, then the weighted (1:1) integer average over the resources
+    the node has: one it has none of allocatable is left out of the average (leastResourceScorer)."""
+    total = counted = 0
+    for requested, capacity in ((cpu_requested, cpu_allocatable), (memory_requested, memory_allocatable)):
+        if capacity == 0:
+            continue
+        counted += 1
+        if requested <= capacity:
+            total += (capacity - requested) * MAX_NODE_SCORE // capacity
+    return total // counted if counted else 0
 
 
 def balanced_allocation_score(
@@ -147,8 +149,17 @@ def balanced_allocation_score(
     return math.trunc((1 - std) * MAX_NODE_SCORE)
 
 
+def balance_change_score(score_with_pod: int, score_without_pod: int) -> int:
+    """balancedResourceScorer (v1.37): the change in balance the pod brings, mapped back into
+    [MAX/2, MAX]: about 75 when the balance barely moves, towards 100 when it improves, towards 50
+    when it worsens. Both scores are in [MAX/2, MAX], so the division never sees a negative."""
+    half = MAX_NODE_SCORE // 2
+    return half + (half + score_with_pod - score_without_pod) // 2
+
+
 class NodeResourcesBalancedAllocation:
-    """Favors nodes whose cpu and memory would be used in equal proportion. Uses actual requests (not
+    """Favors nodes whose cpu and memory use the pod brings closer to equal proportions (scored as the
+    change in balance, as upstream v1.37 does). Uses actual requests (not
     the non-zero defaults) and skips best-effort pods, which request nothing (upstream #129138)."""
 
     name = names.NODE_RESOURCES_BALANCED_ALLOCATION
@@ -161,12 +172,17 @@ class NodeResourcesBalancedAllocation:
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         request = pod_requests(pod)
-        return balanced_allocation_score(
-            node_info.requested.milli_cpu + request.milli_cpu,
-            node_info.requested.memory + request.memory,
-            node_info.allocatable.milli_cpu,
-            node_info.allocatable.memory,
+        requested, allocatable = node_info.requested, node_info.allocatable
+        with_pod = balanced_allocation_score(
+            requested.milli_cpu + request.milli_cpu,
+            requested.memory + request.memory,
+            allocatable.milli_cpu,
+            allocatable.memory,
         )
+        without_pod = balanced_allocation_score(
+            requested.milli_cpu, requested.memory, allocatable.milli_cpu, allocatable.memory
+        )
+        return balance_change_score(with_pod, without_pod)
 
     def normalize_score(self, state: CycleState, pod: Pod, scores: list[int]) -> None:
         return None
