@@ -266,8 +266,8 @@ func (a *assumeHook) binding() bool {
 	return false
 }
 
-// doneHook wakes the waits when the scheduler finishes with a pod (end of its binding cycle or of
-// its failure handling), which no watch event announces.
+// doneHook wakes the waits when the queue lets go of a pod (as its binding cycle starts, or in its
+// failure handling), which no watch event announces.
 type doneHook struct {
 	internalqueue.SchedulingQueue
 	done func()
@@ -279,10 +279,11 @@ func (d doneHook) Done(uid types.UID) {
 }
 
 // orderNodes decides the order in which a file's nodes are created (other objects keep their
-// places and order). Among nodes of equal score upstream takes the one that comes first in the order
-// Filter checked them, which is the scheduler cache's node order (by insertion, zones interleaved);
-// with its default 16 Filter goroutines that order is effectively random, so any of the tied nodes
-// is an answer upstream gives. Seed 1 keeps the file's order; any other seed shuffles the nodes with
+// places and order). Which of several equally scored nodes upstream takes depends only on the order
+// Filter listed them in (with no extender, nothing else breaks the tie), which at parallelism 1 is
+// the scheduler cache's node order (by insertion, zones interleaved); with upstream's default 16
+// Filter goroutines that order is effectively random, so any of the tied nodes is an answer
+// upstream gives. Seed 1 keeps the file's order; any other seed shuffles the nodes with
 // that seed, so running a cluster with several seeds shows the answers upstream can give.
 func (c *cluster) orderNodes(manifests []manifest) {
 	if c.seed == 1 {
