@@ -1,4 +1,5 @@
-"""A vectorized scheduling cycle with the plain path's answers (STYLE.md rule 6).
+"""A vectorized scheduling cycle with the plain path's answers (fast paths are honest: a property test
+compares the two on random clusters, tests/unit/test_fastpath_equivalence.py).
 
 `FastSchedulingAlgorithm.schedule` returns the same CycleResult as `SchedulingAlgorithm.schedule`
 (node, FitError text and statuses, rejector plugins, PostFilter result and candidates) and moves
