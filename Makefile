@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install run up down status simulate bench-core bench bench-ab certs clean
+.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install run up down status simulate bench-core bench bench-ab certs clean test-upstream
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -74,6 +74,13 @@ status: $(STAMP)
 
 simulate: $(STAMP)
 	$(VENV)/bin/podsched simulate -f examples/high-mid-low/cluster.yaml -f examples/high-mid-low/workload.yaml -f examples/high-mid-low/preemptor.yaml -o table
+
+# podsched simulate against the real upstream kube-scheduler on N random clusters (tests/oracle/README.md);
+# SEED=s repeats a run. Builds the upstream oracle first if needed (~7 min once).
+N ?= 1000
+test-upstream: $(STAMP)
+	$(PY) -m podsched_devstack.upstream install
+	$(PY) -m tests.oracle.differential --count $(N) $(if $(SEED),--seed $(SEED))
 
 bench-core: $(STAMP)
 	$(PY) -m benchmarks.core
