@@ -30,14 +30,20 @@ import tempfile
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+# Imported before hypothesis draws in its own thread (generate): numpy half-imported by one thread
+# while hypothesis looks it up in sys.modules from another breaks the draw.
+from podsched.simulator.engine import Simulator
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "bench-results" / "upstream-diff"
 DEFAULT_RERUNS = 8
+LAG = 16
 
 # One pod's final state: (node, nominated node while pending, preempted, deleted).
 PodOutcome = tuple[str, str, bool, bool]
@@ -59,8 +65,6 @@ def run_podsched(texts: Sequence[str], tie_seed: int | None = None) -> PodschedR
     """The files through `podsched simulate`'s engine, in this process: each file applied, then
     scheduled until nothing changes, as the CLI does. `tie_seed` breaks score ties at random and
     starts the preemption candidates at a random offset, as upstream may (simulate takes the first)."""
-    from podsched.simulator.engine import Simulator
-
     started = time.perf_counter()
     if tie_seed is None:
         simulator = Simulator()
@@ -452,6 +456,7 @@ def compare_clusters(
     reruns: int = DEFAULT_RERUNS,
     first_runs: int = 1,
     tie_attempts: int = DEFAULT_RERUNS,
+    total: int | None = None,
     out_dir: Path | None = None,
     progress: Callable[[Tally, int], None] | None = None,
 ) -> Tally:
@@ -460,14 +465,12 @@ def compare_clusters(
     runs of every cluster (2 or more shows how often upstream disagrees with itself); up to
     `reruns` in all for a cluster podsched does not match, then up to `tie_attempts` podsched runs
     with random tie-breaks."""
-    pending: list[Verdict] = []
-    for cluster_id, texts in clusters:
-        for run in range(first_runs):
-            oracle.submit(f"{cluster_id}#{run}", texts, seed=run + 1)
-        pending.append(Verdict(cluster_id, texts))
     tally = Tally()
+    total = total or 0
+    waiting: deque[Verdict] = deque()  # sent to the oracle, not yet simulated
     unsettled: list[Verdict] = []
-    for verdict in pending:
+
+    def compare(verdict: Verdict) -> None:
         try:
             verdict.podsched = run_podsched(verdict.texts)
         except Exception:
@@ -477,21 +480,31 @@ def compare_clusters(
             verdict.kind = DIFFERENCE
         elif verdict.podsched.rejected:
             verdict.kind = DIFFERENCE
-            verdict.problem = "podsched rejected objects of a generated cluster: " + json.dumps(
-                verdict.podsched.rejected
-            )
+            rejected = json.dumps(verdict.podsched.rejected)
+            verdict.problem = f"podsched rejected objects of a generated cluster: {rejected}"
         elif not _settle(verdict) and reruns > first_runs:
             for run in range(first_runs, reruns):
                 oracle.submit(f"{verdict.cluster_id}#{run}", verdict.texts, seed=run + 1)
             unsettled.append(verdict)
-            continue
-        _record(tally, verdict, out_dir, progress, len(pending))
+            return
+        _record(tally, verdict, out_dir, progress, total)
+
+    # The oracle is kept LAG clusters ahead, so it works on later clusters while this process
+    # simulates earlier ones.
+    for cluster_id, texts in clusters:
+        for run in range(first_runs):
+            oracle.submit(f"{cluster_id}#{run}", texts, seed=run + 1)
+        waiting.append(Verdict(cluster_id, texts))
+        if len(waiting) > LAG:
+            compare(waiting.popleft())
+    while waiting:
+        compare(waiting.popleft())
     for verdict in unsettled:
         for run in range(first_runs, reruns):
             verdict.upstream.append(oracle.answer(f"{verdict.cluster_id}#{run}"))
         if not _settle(verdict):
             _settle_by_podsched_ties(verdict, tie_attempts)
-        _record(tally, verdict, out_dir, progress, len(pending))
+        _record(tally, verdict, out_dir, progress, total)
     return tally
 
 
@@ -614,11 +627,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     with oracle:
         if args.replay:
             cases: Iterable[tuple[str, list[str]]] = [(path.name, read_case(path)) for path in args.replay]
+            total = len(args.replay)
             print(f"replaying {len(cases)} saved cluster(s)", flush=True)
         else:
             count = args.count if args.count is not None else 100
             seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
             print(f"generating and comparing {count} clusters (seed {seed})", flush=True)
+            total = count
             cases = ((f"s{seed}-{i:05d}", texts) for i, texts in enumerate(generate(count, seed)))
         try:
             tally = compare_clusters(
@@ -628,6 +643,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 first_runs=min(args.first_runs, args.reruns),
                 out_dir=args.out,
                 progress=_progress_printer(started, oracle),
+                total=total,
             )
         except OracleError as error:
             print(f"error: {error}", file=sys.stderr)
