@@ -512,9 +512,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
 
-# Names upstream.py still imports from here.
-_file_lock = install_lock
-_tail = tail
-
 if __name__ == "__main__":
     sys.exit(main())

@@ -32,10 +32,8 @@ Standard library only.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import sys
@@ -46,7 +44,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
-from .kafka import DevstackError, _file_lock, _tail, cache_root, repo_root
+from .cache import cache_root, is_executable
+from .gobuild import build_once, find_go, go_build, go_env, go_version, inputs_hash, version_tuple
+from .process import DevstackError, repo_root
 
 __all__ = [
     "INSTALL_COMMAND",
@@ -88,26 +88,17 @@ def _source_files(source: Path) -> list[Path]:
 
 def source_hash(source: Path | None = None) -> str:
     """A hash of go.mod, go.sum and every .go file (names and contents): the build's cache key."""
-    source = source or oracle_source_dir()
-    digest = hashlib.sha256()
-    for path in _source_files(source):
-        digest.update(path.name.encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    return inputs_hash(_source_files(source or oracle_source_dir()))
 
 
 def _binary_for(digest: str) -> Path:
     return cache_root() / "upstream" / digest / "oracle"
 
 
-def _installed(binary: Path) -> bool:
-    return binary.is_file() and os.access(binary, os.X_OK)
-
-
 def oracle_binary() -> Path:
     """The oracle built from the current sources; raises (saying how to build it) if there is none."""
     binary = _binary_for(source_hash())
-    if not _installed(binary):
+    if not is_executable(binary):
         raise DevstackError(
             f"the upstream oracle is not built for the current sources (expected {binary}); build it with: "
             + INSTALL_COMMAND
@@ -116,29 +107,9 @@ def oracle_binary() -> Path:
 
 
 def _go_env() -> dict[str, str]:
-    env = dict(os.environ)
-    flags = [flag for flag in env.get("GOFLAGS", "").split() if not flag.startswith("-mod=")]
-    env.update(
-        {
-            "GO111MODULE": "on",
-            "GOWORK": "off",  # a go.work above the checkout must not take part
-            "GOTOOLCHAIN": "local",  # never download another Go toolchain behind the user's back
-            "CGO_ENABLED": "0",
-            # -mod=mod: go.sum may lack a hash the build needs on another Go patch release; let go add it
-            # (from the module proxy and the checksum database) instead of failing.
-            "GOFLAGS": " ".join([*flags, "-mod=mod"]),
-        }
-    )
-    return env
-
-
-def _version_tuple(text: str) -> tuple[int, ...]:
-    parts = text.strip().removeprefix("go").split(".")
-    out: list[int] = []
-    for part in parts[:3]:
-        digits = "".join(ch for ch in part if ch.isdigit())
-        out.append(int(digits or 0))
-    return tuple(out)
+    # -mod=mod: go.sum may lack a hash the build needs on another Go patch release; let go add it (from the
+    # module proxy and the checksum database) instead of failing.
+    return go_env(["-mod=mod"])
 
 
 def ensure_oracle_built(progress: Callable[[str], None] = _progress) -> Path:
@@ -151,25 +122,16 @@ def ensure_oracle_built(progress: Callable[[str], None] = _progress) -> Path:
     source = oracle_source_dir()
     digest = source_hash(source)
     binary = _binary_for(digest)
-    if _installed(binary):
+    if is_executable(binary):
         progress(f"up to date: {binary}")
         return binary
-    go = shutil.which("go")
-    if go is None:
-        raise DevstackError(f"`go` is not on PATH. The upstream oracle is built from source with Go: {INSTALL_HINT}")
-    with _file_lock(binary.parent / ".install.lock"):
-        if _installed(binary):  # another process finished the build while we waited for the lock
-            return binary
-        _build(go, source, binary, progress)
-    return binary
+    return build_once(binary, lambda: _build(find_go("The upstream oracle", INSTALL_HINT), source, binary, progress))
 
 
 def _build(go: str, source: Path, binary: Path, progress: Callable[[str], None]) -> None:
     began = time.monotonic()
-    version = subprocess.run(
-        [go, "env", "GOVERSION"], env=_go_env(), capture_output=True, text=True, check=False
-    ).stdout.strip()
-    if _version_tuple(version) < (1, 26):
+    version = go_version(go)
+    if version_tuple(version) < (1, 26):
         raise DevstackError(
             f"k8s.io/kubernetes {UPSTREAM_VERSION} needs Go 1.26, but `{go}` is {version}: {INSTALL_HINT}"
         )
@@ -179,37 +141,21 @@ def _build(go: str, source: Path, binary: Path, progress: Callable[[str], None])
     work.mkdir(parents=True)
     for path in _source_files(source):
         shutil.copy2(path, work / path.name)
-    partial = binary.with_name(f"{binary.name}.partial-{os.getpid()}")
     log_path = binary.parent / "build.log"
-    cmd = [go, "build", "-trimpath", "-o", str(partial), "."]
     progress(f"building the upstream oracle (k8s.io/kubernetes {UPSTREAM_VERSION}) with {version}")
     progress("the first build takes ~7 min and ~3 GB of memory; later ones reuse Go's build cache")
     progress(f"log: {log_path}")
-    with log_path.open("w") as log:
-        log.write(f"$ {shlex.join(cmd)}  (in {work})\n")
-        log.flush()
-        proc = subprocess.Popen(
-            cmd, cwd=work, env=_go_env(), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
-        )
-        try:
-            while True:
-                try:
-                    code = proc.wait(timeout=60)
-                    break
-                except subprocess.TimeoutExpired:
-                    progress(f"still compiling ({time.monotonic() - began:.0f} s so far)")
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            partial.unlink(missing_ok=True)
-            raise
-    if code != 0 or not _installed(partial):
-        partial.unlink(missing_ok=True)
-        raise DevstackError(
-            f"building the upstream oracle failed (exit {code}); command: {shlex.join(cmd)} (in {work})\n"
-            + _tail(log_path, 40)
-        )
-    partial.rename(binary)
+    go_build(
+        go,
+        ["-trimpath"],
+        ".",
+        cwd=work,
+        binary=binary,
+        log_path=log_path,
+        env=_go_env(),
+        program="the upstream oracle",
+        progress=progress,
+    )
     progress(f"built in {time.monotonic() - began:.0f} s: {binary}")
     _prune(binary.parent.parent, keep=_KEEP_BUILDS)
 
@@ -220,7 +166,7 @@ _KEEP_BUILDS = 3
 
 def _prune(root: Path, keep: int) -> None:
     builds = sorted(
-        (entry for entry in root.iterdir() if _installed(entry / "oracle")),
+        (entry for entry in root.iterdir() if is_executable(entry / "oracle")),
         key=lambda entry: (entry / "oracle").stat().st_mtime,
         reverse=True,
     )
