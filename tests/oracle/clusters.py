@@ -6,7 +6,7 @@ and the upstream oracle take them:
   step1: pending Pods (some already carrying status.nominatedNodeName);
   step2 (optional): more pending Pods, arriving after step1 has settled.
 
-Only what DESIGN.md §3.1 says podsched accepts is generated, each object valid for both sides: classes
+Only objects and fields podsched accepts are generated, each object valid for both sides: classes
 within the user range (the system classes are only referenced, they are built in), running pods that fit
 their node and tolerate its NoSchedule/NoExecute taints (neither side has a kubelet or taint manager to
 disagree about them), extended resources with limits equal to requests, allocatable written out.

@@ -1,4 +1,4 @@
-"""`podsched simulate` decides as upstream kube-scheduler v1.37.2 does (DESIGN.md §2.7, parity).
+"""`podsched simulate` decides as upstream kube-scheduler v1.37.2 does.
 
 The bounded part of `make test-upstream` (tests/oracle/differential.py): random clusters from a fixed
 hypothesis seed, plus every saved cluster under tests/oracle/regressions/, each through podsched's
