@@ -13,7 +13,7 @@ from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, encode_object, parse_timestamp
 from podsched.api.types import ApiObject, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus
 from podsched.cluster import events as ev
-from podsched.cluster.state import ADDED, MODIFIED, REMOVED, Change
+from podsched.cluster.store import ADDED, MODIFIED, REMOVED, Change
 from podsched.framework.interface import NodeToStatus
 from podsched.framework.status import Code, Status
 from podsched_proto.events.v1 import events_pb2

@@ -32,8 +32,10 @@ from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
 from podsched.api.types import KIND_POD
 from podsched.cluster import events as ev
+from podsched.cluster.binder import BindError
 from podsched.cluster.failure import record_scheduling_failure
-from podsched.cluster.state import REMOVED, BindError, Change, Cluster
+from podsched.cluster.state import Cluster
+from podsched.cluster.store import REMOVED, Change
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_service import telemetry
 from podsched_service.codec import (

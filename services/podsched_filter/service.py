@@ -16,7 +16,8 @@ import grpc
 from opentelemetry import trace
 
 from podsched.api.types import Pod
-from podsched.cluster.state import MODIFIED, Cluster
+from podsched.cluster.state import Cluster
+from podsched.cluster.store import MODIFIED
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
 from podsched.scheduler.profile import AlgorithmProfiles

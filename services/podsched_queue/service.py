@@ -39,8 +39,10 @@ from podsched.api.types import (
     Pod,
 )
 from podsched.cluster import events as ev
+from podsched.cluster.admission import CREATED, UNCHANGED
 from podsched.cluster.dry_run import admit_without_storing
-from podsched.cluster.state import ADDED, CREATED, REMOVED, UNCHANGED, Change, Cluster
+from podsched.cluster.state import Cluster
+from podsched.cluster.store import ADDED, REMOVED, Change
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
 from podsched.scheduler.profile import only_responsible

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from builders import make_node, make_pod
-from podsched.cluster.state import MODIFIED, Cluster
+from podsched.cluster.state import Cluster
+from podsched.cluster.store import MODIFIED
 from podsched.queue.cluster_feed import nominator_feed
 from podsched.queue.nominator import Nominator, assumed_nominations
 

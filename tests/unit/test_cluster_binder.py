@@ -9,16 +9,11 @@ from builders import HIGH_PRIORITY, LOW_PRIORITY, make_node, make_pdb, make_pod,
 from podsched.api.errors import ApiError
 from podsched.api.types import CONDITION_DISRUPTION_TARGET, CONDITION_POD_SCHEDULED, POD_FAILED, POD_RUNNING, Pod
 from podsched.cluster import events as ev
+from podsched.cluster.binder import BIND_ALREADY_BOUND, BIND_NODE_NOT_FOUND, BIND_WOULD_OVERCOMMIT, BindError
+from podsched.cluster.disruption import compute_pdb_status
 from podsched.cluster.failure import record_scheduling_failure
-from podsched.cluster.state import (
-    BIND_ALREADY_BOUND,
-    BIND_NODE_NOT_FOUND,
-    BIND_WOULD_OVERCOMMIT,
-    BindError,
-    Change,
-    Cluster,
-    compute_pdb_status,
-)
+from podsched.cluster.state import Cluster
+from podsched.cluster.store import Change
 
 START = 5000.0
 

@@ -11,12 +11,9 @@ import pytest
 
 from builders import LOW_PRIORITY, make_node, make_pdb, make_pod, make_priority_class
 from podsched.api.types import KIND_PDB, POD_FAILED, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus
-from podsched.cluster.state import (
-    DISRUPTION_DELETION_TIMEOUT,
-    Change,
-    Cluster,
-    compute_pdb_status,
-)
+from podsched.cluster.disruption import DISRUPTION_DELETION_TIMEOUT, compute_pdb_status
+from podsched.cluster.state import Cluster
+from podsched.cluster.store import Change
 from podsched_service.codec import change_record, decode_change
 
 NOW = 5000.0

@@ -25,8 +25,10 @@ from podsched.admission.resource_quota import (
 from podsched.api.errors import REASON_FORBIDDEN, REASON_INVALID, REASON_UNKNOWN, ApiError
 from podsched.api.manifests import decode_object, encode_object
 from podsched.api.types import POD_FAILED, Pod, ResourceQuota, ScopedResourceSelectorRequirement
+from podsched.cluster.admission import CONFIGURED, CREATED, UNCHANGED
 from podsched.cluster.dry_run import admit_without_storing
-from podsched.cluster.state import CONFIGURED, CREATED, REMOVED, UNCHANGED, Cluster
+from podsched.cluster.state import Cluster
+from podsched.cluster.store import REMOVED
 from podsched.simulator.engine import Simulator
 from podsched_cli import output
 from podsched_cli.main import main

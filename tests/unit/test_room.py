@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from builders import make_node, make_pod
 from podsched.api.types import Pod
-from podsched.cluster.state import MODIFIED, REMOVED, Cluster
+from podsched.cluster.state import Cluster
+from podsched.cluster.store import MODIFIED, REMOVED
 from podsched.scheduler.room import RoomTracker
 
 

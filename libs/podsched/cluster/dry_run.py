@@ -11,15 +11,15 @@ from podsched.admission.priority import (
     validate_priority_class_update,
 )
 from podsched.api.types import ApiObject, Node, Pod, PodDisruptionBudget, PriorityClass, ResourceQuota
-from podsched.cluster.state import (
+from podsched.cluster.admission import (
     CONFIGURED,
     CREATED,
     UNCHANGED,
-    Cluster,
     pod_update,
     quota_spec,
     validate_resource_quota_update,
 )
+from podsched.cluster.state import Cluster
 
 
 def admit_without_storing(cluster: Cluster, obj: ApiObject) -> tuple[str, ApiObject]:

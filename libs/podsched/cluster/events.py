@@ -1,9 +1,12 @@
-"""Kubernetes Events (core/v1 Event shape) recorded for scheduling decisions."""
+"""Kubernetes Events (core/v1 Event shape) recorded for scheduling decisions, and the recorder."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from podsched.api.types import KIND_PDB, KIND_POD, KIND_RESOURCE_QUOTA, ApiObject, Pod
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -70,3 +73,77 @@ class Event:
         if self.count > 1:
             out["lastTimestamp"] = format_time(self.last_time)
         return out
+
+
+def ref(obj: ApiObject) -> ObjectReference:
+    namespace = obj.metadata.namespace if obj.kind in (KIND_POD, KIND_PDB, KIND_RESOURCE_QUOTA) else ""
+    return ObjectReference(obj.kind, namespace, obj.metadata.name, obj.metadata.uid)
+
+
+class EventRecorder:
+    """The cluster's event log, as the Kubernetes event recorder keeps it: a repeat of an object's
+    last event only bumps its count. `sequence` is an event's position in `events`."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.events: list[Event] = []
+        # Called with every recorded Event, new or repeated (its count bumped).
+        self.listeners: list[Callable[[Event], None]] = []
+
+    def record(
+        self,
+        involved: ApiObject,
+        type_: str,
+        reason: str,
+        message: str,
+        controller: str = "",
+        action: str = "",
+        related: ApiObject | None = None,
+    ) -> Event:
+        """Record an Event; a repeat of the object's last event (same reason and message) only bumps
+        its count, as the Kubernetes event recorder does. Without a controller the event is the
+        scheduler's: reported under the scheduler name of the pod that acted (the preemptor for a
+        victim's Preempted), as each kube-scheduler profile records with its own name."""
+        if not controller:
+            actor = related if related is not None else involved
+            controller = actor.spec.scheduler_name if isinstance(actor, Pod) else SCHEDULER_CONTROLLER
+        now = self.clock()
+        involved_ref = ref(involved)
+        for previous in reversed(self.events[-50:]):
+            if previous.involved_object.uid == involved_ref.uid:
+                if previous.reason == reason and previous.message == message:
+                    previous.count += 1
+                    previous.last_time = now
+                    self._notify(previous)
+                    return previous
+                break
+        event = Event(
+            type_,
+            reason,
+            message,
+            involved_ref,
+            now,
+            controller,
+            action,
+            ref(related) if related is not None else None,
+            1,
+            now,
+            len(self.events),
+        )
+        self.events.append(event)
+        self._notify(event)
+        return event
+
+    def restore(self, event: Event) -> None:
+        """Take one Event from the binder's log (a repeat carries the sequence it was first given)."""
+        if event.sequence < len(self.events):
+            self.events[event.sequence] = event
+        elif event.sequence == len(self.events):
+            self.events.append(event)
+        else:
+            raise ValueError(f"event sequence {event.sequence} skips {len(self.events)}..{event.sequence - 1}")
+        self._notify(event)
+
+    def _notify(self, event: Event) -> None:
+        for listener in self.listeners:
+            listener(event)

@@ -7,9 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from podsched.api.types import Pod
-from podsched.cluster.state import BindError, Cluster
-
-NOT_LOWER_PRIORITY = "NotLowerPriority"
+from podsched.cluster.binder import NOT_LOWER_PRIORITY, BindError
+from podsched.cluster.state import Cluster
 
 
 def record_scheduling_failure(

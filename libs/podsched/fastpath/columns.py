@@ -84,7 +84,7 @@ def request_is_safe(request: Resource) -> bool:
 
 
 class ClusterChange(Protocol):
-    """What `Cluster` reports to its listeners (podsched.cluster.state.Change)."""
+    """What `Cluster` reports to its listeners (podsched.cluster.store.Change)."""
 
     @property
     def kind(self) -> str: ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from podsched.api.types import KIND_NODE, KIND_POD, POD_PENDING, Pod
-from podsched.cluster.state import ADDED, MODIFIED, REMOVED, Change
+from podsched.cluster.store import ADDED, MODIFIED, REMOVED, Change
 from podsched.framework.node_info import PodInfo
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.nominator import Nominator

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Generic, Protocol, TypeVar
 
 from podsched.api.types import KIND_POD, Pod
-from podsched.cluster.state import Change
+from podsched.cluster.store import Change
 from podsched.config.scheduler_config import SchedulerConfig, responsible_for_pod
 
 

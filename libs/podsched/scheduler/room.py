@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from podsched.api.types import KIND_NODE, KIND_POD, Pod
-from podsched.cluster.state import Change
+from podsched.cluster.store import Change
 
 
 class RoomTracker:

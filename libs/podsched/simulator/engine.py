@@ -19,8 +19,9 @@ from podsched.admission.resource_quota import QuotaAdmissionConfig
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, load_documents
 from podsched.api.types import Pod
+from podsched.cluster.binder import BindError
 from podsched.cluster.failure import record_scheduling_failure
-from podsched.cluster.state import BindError, Cluster
+from podsched.cluster.state import Cluster
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
 from podsched.plugins.registry import build_algorithm

@@ -1,0 +1,196 @@
+"""Admission: whether a write is accepted, and as what, decided once for `apply` and `--dry-run=server`.
+
+Per kind, in the API server's order: validation (and validation of an update against the stored
+object), the PriorityClass rules, then for a pod CREATE Priority admission (which resolves the
+class that quota scopes match) and ResourceQuota admission against the namespace's quotas as they
+stand. Admission reads the store and changes nothing; `Cluster.apply` then writes what it admitted,
+and the dry run answers with it. The binder admits in its serialized write path, so two racing
+creates are checked one after the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from podsched.admission.priority import (
+    admit_pod,
+    admit_pod_update,
+    builtin_priority_classes,
+    check_global_default,
+    validate_priority_class,
+    validate_priority_class_update,
+)
+from podsched.admission.resource_quota import QuotaAdmissionConfig, check_pod_create
+from podsched.api.errors import ApiError, FieldError
+from podsched.api.types import (
+    KIND_NODE,
+    KIND_PDB,
+    KIND_POD,
+    KIND_PRIORITY_CLASS,
+    KIND_RESOURCE_QUOTA,
+    ApiObject,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    ResourceQuota,
+)
+from podsched.api.validation import RenderedValue
+from podsched.cluster.store import Store
+
+# What a write did, as kubectl reports it.
+CREATED = "created"
+CONFIGURED = "configured"
+UNCHANGED = "unchanged"
+DELETED = "deleted"
+
+POD_UPDATE_FORBIDDEN = "pod updates may not change fields other than labels and annotations"
+
+_BUILTIN_PRIORITY_CLASSES = frozenset(b.name for b in builtin_priority_classes())
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """An admitted write. `obj` is the object as admitted (for an unchanged priority class or pod,
+    the stored one); `old` is the stored object it replaces, None for a create."""
+
+    action: str  # CREATED, CONFIGURED or UNCHANGED
+    obj: ApiObject
+    old: ApiObject | None
+
+
+def admit(store: Store, obj: ApiObject, quota_config: QuotaAdmissionConfig) -> Admitted:
+    """Admit one decoded, validated object against `store`. Raises ApiError if it is not admitted."""
+    if isinstance(obj, PriorityClass):
+        return _admit_priority_class(store, obj)
+    if isinstance(obj, Node):
+        old_node = store.nodes.get(obj.name)
+        same_node = old_node is not None and (old_node.metadata.labels, old_node.spec, old_node.status) == (
+            obj.metadata.labels,
+            obj.spec,
+            obj.status,
+        )
+        return Admitted(_action(old_node, same_node), obj, old_node)
+    if isinstance(obj, PodDisruptionBudget):
+        old_pdb = store.pdbs.get(obj.key)
+        same_pdb = old_pdb is not None and (old_pdb.selector, old_pdb.min_available, old_pdb.max_unavailable) == (
+            obj.selector,
+            obj.min_available,
+            obj.max_unavailable,
+        )
+        return Admitted(_action(old_pdb, same_pdb), obj, old_pdb)
+    if isinstance(obj, ResourceQuota):
+        old_quota = store.resource_quotas.get(obj.key)
+        if old_quota is not None:
+            validate_resource_quota_update(old_quota, obj)
+        return Admitted(
+            _action(old_quota, old_quota is not None and quota_spec(old_quota) == quota_spec(obj)), obj, old_quota
+        )
+    assert isinstance(obj, Pod)
+    old_pod = store.pods.get(obj.key)
+    if old_pod is None:
+        return Admitted(CREATED, admit_new_pod(store, obj, quota_config), None)
+    # Upstream charges quota on CREATE only: an update never changes what a pod uses here.
+    updated = pod_update(old_pod, obj)
+    return Admitted(UNCHANGED, old_pod, old_pod) if updated is None else Admitted(CONFIGURED, updated, old_pod)
+
+
+def _action(old: ApiObject | None, same: bool) -> str:
+    if old is None:
+        return CREATED
+    return UNCHANGED if same else CONFIGURED
+
+
+def _admit_priority_class(store: Store, pc: PriorityClass) -> Admitted:
+    old = store.priority_classes.get(pc.name)
+    validate_priority_class(pc)
+    if old is not None:
+        validate_priority_class_update(old, pc)
+        if (old.value, old.global_default, old.description, old.preemption_policy) == (
+            pc.value,
+            pc.global_default,
+            pc.description,
+            pc.preemption_policy,
+        ):
+            return Admitted(UNCHANGED, old, old)
+    check_global_default(store.priority_classes.values(), pc)
+    return Admitted(CONFIGURED if old else CREATED, pc, old)
+
+
+def admit_new_pod(store: Store, pod: Pod, quota_config: QuotaAdmissionConfig) -> Pod:
+    """Admission of a pod CREATE: Priority, then ResourceQuota. Returns the admitted pod; raises
+    ApiError."""
+    admitted = admit_pod(pod, store.priority_classes)
+    check_pod_create(admitted, store.quotas_in(admitted.namespace), quota_config)
+    return admitted
+
+
+def pod_update(old: Pod, pod: Pod) -> Pod | None:
+    """The stored pod after applying `pod` over `old`, or None if nothing changes. Pods are
+    immutable apart from labels and annotations (as in Kubernetes): anything else is Invalid."""
+    new = admit_pod_update(old, pod)
+    new_spec = replace(new.spec, node_name=old.spec.node_name or new.spec.node_name)
+    if new_spec != old.spec and replace(new_spec, node_name="") != replace(old.spec, node_name=""):
+        raise ApiError.invalid(
+            KIND_POD,
+            pod.name,
+            [FieldError("spec", POD_UPDATE_FORBIDDEN, kind="Forbidden")],
+            pod.namespace,
+        )
+    if (new.metadata.labels, new.metadata.annotations) == (old.metadata.labels, old.metadata.annotations):
+        return None
+    return replace(
+        old,
+        metadata=replace(old.metadata, labels=dict(new.metadata.labels), annotations=dict(new.metadata.annotations)),
+    )
+
+
+def quota_spec(quota: ResourceQuota) -> tuple[object, ...]:
+    """What an apply of a quota can change: a quota whose spec and labels are the same is unchanged."""
+    return (
+        quota.metadata.labels,
+        quota.metadata.annotations,
+        quota.hard,
+        quota.binary_hard,
+        quota.scopes,
+        quota.scope_selector,
+    )
+
+
+def validate_resource_quota_update(old: ResourceQuota, new: ResourceQuota) -> None:
+    """ValidateResourceQuotaUpdate beyond what decoding checks: spec.scopes may not change."""
+    if set(old.scopes) != set(new.scopes):
+        shown = RenderedValue(list(new.scopes) or None)
+        raise ApiError.invalid(
+            KIND_RESOURCE_QUOTA,
+            new.name,
+            [FieldError("spec.scopes", "field is immutable", shown)],
+            new.namespace,
+        )
+
+
+def admit_delete(store: Store, kind: str, namespace: str, name: str, grace_period: int | None) -> None:
+    """Whether a delete is accepted: the object exists, a pod's grace period is not negative, and a
+    system PriorityClass is never deleted. Raises ApiError; changes nothing."""
+    if kind == KIND_POD:
+        pod = store.pods.get((namespace, name))
+        if pod is None:
+            raise ApiError.not_found(KIND_POD, name, namespace)
+        if grace_period is not None and grace_period < 0:
+            raise ApiError.bad_request(KIND_POD, pod.name, "--grace-period must be >= 0", pod.namespace)
+    elif kind == KIND_NODE:
+        if name not in store.nodes:
+            raise ApiError.not_found(KIND_NODE, name)
+    elif kind == KIND_PRIORITY_CLASS:
+        if name not in store.priority_classes:
+            raise ApiError.not_found(KIND_PRIORITY_CLASS, name)
+        if name in _BUILTIN_PRIORITY_CLASSES:
+            raise ApiError.forbidden(KIND_PRIORITY_CLASS, name, "this is a system priority class and cannot be deleted")
+    elif kind == KIND_PDB:
+        if (namespace, name) not in store.pdbs:
+            raise ApiError.not_found(KIND_PDB, name, namespace)
+    elif kind == KIND_RESOURCE_QUOTA:
+        if (namespace, name) not in store.resource_quotas:
+            raise ApiError.not_found(KIND_RESOURCE_QUOTA, name, namespace)
+    else:
+        raise ApiError.bad_request(kind, name, f'the server doesn\'t have a resource type "{kind}"')

@@ -1,0 +1,202 @@
+"""The binder's semantics: the single writer of placement decisions.
+
+* binds pods, refusing a bind that would overcommit a node (requests of bound *and terminating*
+  pods never exceed allocatable) or bind a pod twice;
+* evicts preemption victims the way kube-scheduler does: DisruptionTarget condition with reason
+  PreemptionByScheduler, then a graceful delete that keeps the victim's resources on the node
+  for terminationGracePeriodSeconds;
+* sets and clears status.nominatedNodeName;
+* writes a failed attempt as handleSchedulingFailure does (`cluster.failure` orders the writes of
+  a whole decision).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from podsched.api.types import (
+    CONDITION_DISRUPTION_TARGET,
+    CONDITION_POD_SCHEDULED,
+    REASON_PREEMPTION_BY_SCHEDULER,
+    REASON_UNSCHEDULABLE,
+    Pod,
+    PodCondition,
+)
+from podsched.cluster import events as ev
+from podsched.cluster.node_agent import NodeAgent, started
+from podsched.cluster.store import Store
+from podsched.framework.resource import pod_requests
+from podsched.plugins.node_resources import fits_request
+
+
+@dataclass(frozen=True, slots=True)
+class BindError(Exception):
+    """A bind the binder refused; `reason` is one of the constants below."""
+
+    reason: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
+
+
+BIND_ALREADY_BOUND = "AlreadyBound"
+BIND_NODE_NOT_FOUND = "NodeNotFound"
+BIND_POD_NOT_FOUND = "PodNotFound"
+BIND_WOULD_OVERCOMMIT = "WouldOvercommit"
+BIND_POD_TERMINATING = "PodTerminating"
+NOT_LOWER_PRIORITY = "NotLowerPriority"
+
+
+def with_condition(pod: Pod, condition: PodCondition) -> tuple[PodCondition, ...]:
+    """The pod's conditions with `condition` replacing any of its type."""
+    kept = tuple(c for c in pod.status.conditions if c.type != condition.type)
+    return (*kept, condition)
+
+
+class Binder:
+    """Placement writes over the store; a refusal is a BindError raised before anything changes."""
+
+    def __init__(
+        self, store: Store, recorder: ev.EventRecorder, node_agent: NodeAgent, clock: Callable[[], float]
+    ) -> None:
+        self.store = store
+        self.recorder = recorder
+        self.node_agent = node_agent
+        self.clock = clock
+
+    def bind(self, pod_uid: str, node_name: str) -> Pod:
+        """Bind a pending pod. Refuses (BindError, nothing changed) a pod already bound or terminating,
+        an unknown node, or a bind that would overcommit the node: requests of bound plus
+        terminating pods must stay within allocatable."""
+        pod = self.store.pods_by_uid.get(pod_uid)
+        if pod is None:
+            raise BindError(BIND_POD_NOT_FOUND, f"pod with uid {pod_uid} not found")
+        if pod.spec.node_name:
+            raise BindError(
+                BIND_ALREADY_BOUND, f'pod {pod.namespace}/{pod.name} is already assigned to node "{pod.spec.node_name}"'
+            )
+        if pod.metadata.deletion_timestamp is not None:
+            raise BindError(BIND_POD_TERMINATING, f"pod {pod.namespace}/{pod.name} is being deleted")
+        info = self.store.node_infos.get(node_name)
+        if info is None:
+            raise BindError(BIND_NODE_NOT_FOUND, f'node "{node_name}" not found')
+        insufficient = fits_request(pod_requests(pod), info)
+        if insufficient:
+            reasons = ", ".join(i.reason for i in insufficient)
+            raise BindError(
+                BIND_WOULD_OVERCOMMIT,
+                f"binding {pod.namespace}/{pod.name} to {node_name} would overcommit it: {reasons}",
+            )
+        now = self.clock()
+        status = replace(
+            pod.status,
+            nominated_node_name="",  # cleared once bound (ClearingNominatedNodeNameAfterBinding)
+            conditions=with_condition(pod, PodCondition(CONDITION_POD_SCHEDULED, "True", last_transition_time=now)),
+        )
+        # The node agent starts a bound pod at once.
+        new = replace(pod, spec=replace(pod.spec, node_name=node_name), status=started(status, now))
+        self.store.stamp(new)
+        self.store.store_pod(pod, new)
+        self.recorder.record(
+            new,
+            ev.NORMAL,
+            ev.SCHEDULED,
+            f"Successfully assigned {pod.namespace}/{pod.name} to {node_name}",
+            action="Binding",
+        )
+        return new
+
+    def mark_unschedulable(
+        self, pod_uid: str, message: str, nominated_node: str = "", victims: int = 0, clear_nomination: str = ""
+    ) -> Pod | None:
+        """A failed attempt, written as upstream's handleSchedulingFailure writes it: a FailedScheduling
+        event and one status update with PodScheduled=False/Unschedulable and, when PostFilter
+        nominated a node, nominatedNodeName (after a Nominated event), or, given a `clear_nomination`
+        reason, the pod's nomination cleared (after a NominationCleared event). A status that already
+        says all that is not written again."""
+        pod = self.store.pods_by_uid.get(pod_uid)
+        if pod is None or pod.spec.node_name:
+            return pod
+        changes: dict[str, Any] = {}
+        if nominated_node and pod.status.nominated_node_name != nominated_node:
+            self._record_nomination(pod, nominated_node, victims)
+            changes["nominated_node_name"] = nominated_node
+        elif clear_nomination and pod.status.nominated_node_name:
+            self._record_nomination_cleared(pod, clear_nomination)
+            changes["nominated_node_name"] = ""
+        self.recorder.record(pod, ev.WARNING, ev.FAILED_SCHEDULING, message, action="Scheduling")
+        existing = pod.condition(CONDITION_POD_SCHEDULED)
+        if existing is None or (existing.status, existing.reason, existing.message) != (
+            "False",
+            REASON_UNSCHEDULABLE,
+            message,
+        ):
+            condition = PodCondition(CONDITION_POD_SCHEDULED, "False", REASON_UNSCHEDULABLE, message, self.clock())
+            changes["conditions"] = with_condition(pod, condition)
+        return self.store.update_pod_status(pod, **changes) if changes else pod
+
+    def nominate(self, pod_uid: str, node_name: str, victims: int = 0) -> Pod | None:
+        pod = self.store.pods_by_uid.get(pod_uid)
+        if pod is None or pod.spec.node_name or pod.status.nominated_node_name == node_name:
+            return pod
+        if node_name:
+            self._record_nomination(pod, node_name, victims)
+        return self.store.update_pod_status(pod, nominated_node_name=node_name)
+
+    def clear_nomination(self, pod_uid: str, because: str) -> Pod | None:
+        pod = self.store.pods_by_uid.get(pod_uid)
+        if pod is None or not pod.status.nominated_node_name:
+            return pod
+        self._record_nomination_cleared(pod, because)
+        return self.store.update_pod_status(pod, nominated_node_name="")
+
+    def _record_nomination(self, pod: Pod, node_name: str, victims: int) -> None:
+        self.recorder.record(
+            pod,
+            ev.NORMAL,
+            ev.NOMINATED,
+            f"Nominated to node {node_name} after preempting {victims} pod(s)",
+            action="Nominating",
+        )
+
+    def _record_nomination_cleared(self, pod: Pod, because: str) -> None:
+        self.recorder.record(
+            pod,
+            ev.NORMAL,
+            ev.NOMINATION_CLEARED,
+            f"Nomination to node {pod.status.nominated_node_name} cleared: {because}",
+            action="ClearingNomination",
+        )
+
+    def preempt_victim(self, victim_uid: str, preemptor: Pod, node_name: str) -> Pod | None:
+        """prepareCandidate for one victim: DisruptionTarget condition, a Preempted event naming the
+        preemptor and node, then a graceful delete. Victims already terminating are left alone."""
+        victim = self.store.pods_by_uid.get(victim_uid)
+        if victim is None or victim.metadata.deletion_timestamp is not None:
+            return victim
+        if victim.priority >= preemptor.priority:
+            raise BindError(
+                NOT_LOWER_PRIORITY,
+                f"victim {victim.namespace}/{victim.name} does not have lower priority than its preemptor",
+            )
+        condition = PodCondition(
+            CONDITION_DISRUPTION_TARGET,
+            "True",
+            REASON_PREEMPTION_BY_SCHEDULER,
+            f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod",
+            self.clock(),
+        )
+        self.recorder.record(
+            victim,
+            ev.NORMAL,
+            ev.PREEMPTED,
+            f"Preempted by pod {preemptor.uid} on node {node_name}",
+            action="Preempting",
+            related=preemptor,
+        )
+        return self.node_agent.start_termination(
+            victim, victim.spec.termination_grace_period_seconds, with_condition(victim, condition)
+        )

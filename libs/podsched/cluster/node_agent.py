@@ -1,0 +1,124 @@
+"""The node agent (the kubelet's part that podsched plays): pods start, stop and leave their nodes.
+
+* A bound pod starts at once (Running), so Running is ready wherever readiness matters.
+* A pod created with spec.nodeName skips the scheduler: like the kubelet's admission, the agent
+  refuses it (phase Failed, OutOf<resource>) if it does not fit, so a node is never overcommitted.
+* A deleted pod on a node terminates gracefully: it keeps its resources until its grace period
+  ends, then goes, its last state a terminal phase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from podsched.api.types import POD_FAILED, POD_RUNNING, Pod, PodCondition, PodStatus
+from podsched.cluster import events as ev
+from podsched.cluster.store import REMOVED, Store
+from podsched.framework.resource import pod_requests
+from podsched.plugins.node_resources import fits_request
+
+
+def started(status: PodStatus, start_time: float) -> PodStatus:
+    """The status of a pod the agent has started."""
+    return replace(status, phase=POD_RUNNING, start_time=start_time)
+
+
+class NodeAgent:
+    """Owns the grace periods of terminating pods (`next_termination_time`, `complete_terminations`
+    let the caller's clock drive them)."""
+
+    def __init__(self, store: Store, recorder: ev.EventRecorder, clock: Callable[[], float]) -> None:
+        self.store = store
+        self.recorder = recorder
+        self.clock = clock
+        self._terminations: dict[str, float] = {}  # uid -> time the pod is removed
+
+    def admit_placed_pod(self, pod: Pod) -> Pod:
+        """A pod created with spec.nodeName: Running if it fits its node, else Failed with an
+        OutOfResources event. A pod whose node does not exist yet is left as it is."""
+        info = self.store.node_infos.get(pod.spec.node_name)
+        if info is None:
+            return pod
+        insufficient = fits_request(pod_requests(pod), info)
+        if not insufficient:
+            start = pod.status.start_time if pod.status.start_time is not None else self.clock()
+            return replace(pod, status=started(pod.status, start))
+        first = insufficient[0]
+        message = (
+            f"Pod was rejected: Node didn't have enough resource: {first.resource}, requested: "
+            f"{first.requested}, used: {first.used}, capacity: {first.capacity}"
+        )
+        self.recorder.record(pod, ev.WARNING, ev.OUT_OF_RESOURCES, message, ev.NODE_AGENT_CONTROLLER)
+        return replace(pod, status=replace(pod.status, phase=POD_FAILED))
+
+    def delete(self, pod: Pod, grace_period: int | None) -> Pod:
+        """Delete a pod: one running on a node terminates gracefully (`grace_period`, else the pod's
+        terminationGracePeriodSeconds); an unbound or failed pod, or a grace of 0, goes at once."""
+        grace = pod.spec.termination_grace_period_seconds if grace_period is None else grace_period
+        if not self.store.occupies_node(pod) or grace == 0 or pod.status.phase == POD_FAILED:
+            self.remove(pod)
+            return pod
+        return self.start_termination(pod, grace)
+
+    def start_termination(self, pod: Pod, grace: int, conditions: tuple[PodCondition, ...] | None = None) -> Pod:
+        """A graceful delete: deletionTimestamp now and a Killing event (with `conditions` written in
+        the same update when given); the pod is removed when `grace` seconds have passed. A pod
+        already terminating is left alone."""
+        now = self.clock()
+        if pod.metadata.deletion_timestamp is not None:
+            return pod
+        self.recorder.record(
+            pod,
+            ev.NORMAL,
+            ev.KILLING,
+            f"Stopping container {pod.spec.containers[0].name if pod.spec.containers else pod.name}",
+            ev.NODE_AGENT_CONTROLLER,
+        )
+        new = replace(
+            pod,
+            metadata=replace(pod.metadata, deletion_timestamp=now, deletion_grace_period_seconds=grace),
+            status=replace(pod.status, conditions=conditions if conditions is not None else pod.status.conditions),
+        )
+        self.store.stamp(new)
+        self._terminations[new.uid] = now + grace
+        self.store.store_pod(pod, new)
+        if grace == 0:
+            self.remove(new)
+        return new
+
+    def remove(self, pod: Pod) -> None:
+        self._terminations.pop(pod.uid, None)
+        self.recorder.record(
+            pod, ev.NORMAL, ev.DELETED, f"Pod {pod.namespace}/{pod.name} deleted", ev.BINDER_CONTROLLER
+        )
+        self.store.store_pod(pod, None)
+        if pod.status.phase == POD_RUNNING:
+            # The node agent moves a pod stopped by deletion to a terminal phase (KEP-3329), which
+            # is the last state anyone sees of it.
+            self.store.history[pod.uid] = replace(pod, status=replace(pod.status, phase=POD_FAILED))
+
+    def follow(self, change_type: str, pod: Pod) -> None:
+        """Track the grace period of a pod restored from the binder's log (after the store has it)."""
+        deletion = pod.metadata.deletion_timestamp
+        if change_type != REMOVED and deletion is not None and self.store.occupies_node(pod):
+            grace = pod.metadata.deletion_grace_period_seconds
+            grace = pod.spec.termination_grace_period_seconds if grace is None else grace
+            self._terminations[pod.uid] = deletion + grace
+        else:
+            self._terminations.pop(pod.uid, None)
+
+    def next_termination_time(self) -> float | None:
+        return min(self._terminations.values(), default=None)
+
+    def complete_terminations(self) -> int:
+        """Remove every terminating pod whose grace period has ended."""
+        now = self.clock()
+        due = sorted((t, uid) for uid, t in self._terminations.items() if t <= now)
+        for _, uid in due:
+            pod = self.store.pods_by_uid.get(uid)
+            if pod is not None:
+                self.remove(pod)
+            else:
+                self._terminations.pop(uid, None)
+        return len(due)
