@@ -609,10 +609,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--shrink", type=Path, metavar="DIR", help="reduce one saved difference; writes DIR/min")
     parser.add_argument("--seed", type=int, help="hypothesis seed (default: random, printed)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where differences go (default {DEFAULT_OUT})")
-    parser.add_argument("--reruns", type=int, default=DEFAULT_RERUNS, help="upstream runs at most per cluster")
+    parser.add_argument(
+        "--reruns", type=int, help=f"upstream runs at most per cluster (default {DEFAULT_RERUNS}; 4 when shrinking)"
+    )
     parser.add_argument("--first-runs", type=int, default=2, help="upstream runs of every cluster")
     parser.add_argument("--oracle", type=Path, help="oracle binary (default: built from tests/oracle/upstream)")
     args = parser.parse_args(argv)
+    if args.reruns is None:  # a reduction tries hundreds of candidates: fewer runs each
+        args.reruns = 4 if args.shrink is not None else DEFAULT_RERUNS
     started = time.monotonic()
     try:
         oracle = Oracle(args.oracle, stall_seconds=60 if args.shrink else 180, hung_dir=args.out / "oracle-failures")
