@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_manifests import LABEL, POD_DOCS
 
+from podsched.api.codecs.pod import clear_pod_spec_cache
 from podsched.api.errors import ApiError
-from podsched.api.manifests import clear_pod_spec_cache, decode_object, encode_object
+from podsched.api.manifests import decode_object, encode_object
 from podsched.api.types import Pod
 
 
