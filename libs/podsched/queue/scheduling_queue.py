@@ -238,13 +238,25 @@ class SchedulingQueue:
             self._push_active(info)
         elif where == BACKOFF:
             self._push_backoff(info)
+        if old.status.nominated_node_name and old.status.nominated_node_name != new.status.nominated_node_name:
+            self._nomination_released(old)
+
+    def _nomination_released(self, pod: Pod) -> None:
+        """A nominated pod left its node (nomination changed, or the pod is gone): pods of lower or
+        equal priority counted it as if it were assigned there, so it counts as an assigned pod's
+        delete for them (upstream's updatePodInSchedulingQueue and deletePodFromSchedulingQueue:
+        MoveAllToActiveOrBackoffQueue(AssignedPodDelete) with getLEPriorityPreCheck)."""
+        priority = pod.priority
+        self.on_event(ASSIGNED_POD_DELETE, pre_check=lambda other: other.priority <= priority)
 
     def delete(self, pod: Pod) -> None:
-        self._infos.pop(pod.uid, None)
+        known = self._infos.pop(pod.uid, None) is not None
         self._forget(pod.uid)
         self._entry_seq.pop(pod.uid, None)
         self._in_flight.end(pod.uid)
         self.nominator.remove(pod)
+        if known and pod.status.nominated_node_name and not pod.spec.node_name:
+            self._nomination_released(pod)
 
     def contains(self, uid: str) -> bool:
         return uid in self._infos
@@ -351,13 +363,15 @@ class SchedulingQueue:
 
     # --- events -------------------------------------------------------------------------------
 
-    def on_event(self, event: str) -> int:
-        """A cluster event: record it for pods in flight, and move the unschedulable pods whose
-        rejector plugins care about it. Returns how many pods moved."""
+    def on_event(self, event: str, pre_check: Callable[[Pod], bool] | None = None) -> int:
+        """A cluster event: record it for pods in flight, and move the unschedulable pods (those
+        `pre_check` accepts, if given) whose rejector plugins care about it. Returns how many moved."""
         self._in_flight.record(event)
         moved = 0
         for uid in self._unschedulable_in_order():
             info = self._infos[uid]
+            if pre_check is not None and not pre_check(info.pod):
+                continue
             if any(plugin_cares(plugin, event) for plugin in info.unschedulable_plugins):
                 self._requeue(info)
                 moved += 1
