@@ -7,8 +7,9 @@ import grpc
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_service.server import Lifecycle, run_service
 
+from .api import PodSchedServicer
 from .config import QueueConfig
-from .service import PodSchedServicer, QueueService
+from .service import QueueService
 
 
 def build(config: QueueConfig, server: grpc.aio.Server) -> tuple[str, Lifecycle, Lifecycle]:

@@ -1,5 +1,5 @@
-"""The queue service: the public API (PodSched), admission, the scheduling queue and the
-scheduling cycles.
+"""The queue service: the scheduling queue and the scheduling cycles, and the state the public API
+(api.py) answers from.
 
 It follows the binder's log into a replica of the cluster, which feeds the scheduling queue exactly
 as `simulate` feeds it (podsched.queue.cluster_feed). One cycle: pop the next pod -> Filter
@@ -15,70 +15,49 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Link, Span, StatusCode
 from prometheus_client import Counter, Gauge, Histogram
 
-from podsched.api.documents import parse_json
-from podsched.api.errors import ApiError, fit_status_message, shorten
-from podsched.api.manifests import decode_object
-from podsched.api.resources import RESOURCE_TYPES, ResourceType, find_resource_type
 from podsched.api.types import (
-    KIND_NODE,
-    KIND_PDB,
     KIND_POD,
-    KIND_PRIORITY_CLASS,
-    KIND_RESOURCE_QUOTA,
-    ApiObject,
     Pod,
 )
 from podsched.cluster import events as ev
-from podsched.cluster.admission import CREATED, UNCHANGED
-from podsched.cluster.dry_run import admit_without_storing
 from podsched.cluster.state import Cluster
 from podsched.cluster.store import ADDED, REMOVED, Change
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
 from podsched.scheduler.profile import only_responsible
-from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
-from podsched_proto.audit.v1 import audit_pb2
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
-from podsched_proto.events.v1 import events_pb2
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
 from podsched_service import telemetry
-from podsched_service.codec import change_message, event_to_proto, status_code, to_json
 from podsched_service.replica import Replica
 from podsched_service.scheduling import (
-    DRY_RUN_UID,
     decision_nominations,
     load_admission_config,
     load_scheduler_config,
 )
-from podsched_service.server import CHANNEL_OPTIONS
-from podsched_service.tls import ClientTLS
 
-from .access import ApiAccess, ApiCall, Target, events_target
+from .access import ApiAccess
 from .binder_writes import BinderWrites
+from .clock import Clock, SystemClock
 from .config import QueueConfig
+from .peers import RPC_TIMEOUT, peer_channel
+from .watch import WatchFanOut
 
 log = logging.getLogger(__name__)
 
-ALL_KINDS = frozenset(resource.kind for resource in RESOURCE_TYPES)
-RPC_TIMEOUT = 60.0
-WATCH_WRITER = ""  # Watch items are rebuilt from the replica, which does not keep the record's writer
 LEFTOVER_FLUSH_INTERVAL = 30.0  # upstream flushes unschedulable pods older than 5 minutes every 30 s
 # Pods after a preemptor that one PostFilterRun may decide. Shorter runs hand their failures to the
 # binder sooner (its commits overlap the next run's dry runs) and keep the preemption service's
 # event loop free for its log between runs.
 POST_FILTER_RUN_LIMIT = 32
-API_PATH = "/" + api_pb2.DESCRIPTOR.services_by_name["PodSched"].full_name + "/"  # + method: the gRPC path
 
 # kube-scheduler's own metric names, labels and buckets.
 SCHEDULE_ATTEMPTS = Counter(
@@ -138,20 +117,6 @@ class Attempt:
             ATTEMPT_DURATION.labels(result, profile).observe(time.perf_counter() - self.began)
 
 
-def peer_channel(config: QueueConfig, address: str) -> grpc.aio.Channel:
-    """A channel to the filter, preemption or binder service: TLS when PODSCHED_INTERNAL_TLS_CA_FILE
-    is set (with the queue's client certificate, if configured, for services that require mutual TLS)."""
-    interceptors = telemetry.client_interceptors()
-    if not config.internal_tls_ca_file:
-        return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS, interceptors=interceptors)
-    tls = ClientTLS(config.internal_tls_ca_file, config.internal_tls_cert_file, config.internal_tls_key_file)
-    try:
-        credentials = tls.credentials()
-    except ValueError as error:
-        raise ValueError(f"PODSCHED_INTERNAL_TLS_CA_FILE/CERT_FILE/KEY_FILE: {error}") from None
-    return grpc.aio.secure_channel(address, credentials, options=CHANNEL_OPTIONS, interceptors=interceptors)
-
-
 @dataclass
 class PendingFailure:
     """A failed attempt whose RecordFailure is on its way to the binder."""
@@ -173,15 +138,18 @@ class PendingBind:
 
 
 class QueueService:
-    def __init__(self, config: QueueConfig) -> None:
+    def __init__(self, config: QueueConfig, clock: Clock | None = None) -> None:
         self.config = config
+        self.clock = clock or SystemClock()
         self.scheduler_config = load_scheduler_config(config.scheduler_config)
         # The binder enforces ResourceQuota; this copy answers dry runs with the same configuration.
         self.cluster = Cluster(
-            time.time, authoritative=False, quota_admission=load_admission_config(config.admission_config)
+            self.clock.time, authoritative=False, quota_admission=load_admission_config(config.admission_config)
         )
         self.queue = sq.SchedulingQueue(
-            time.time, self.scheduler_config.pod_initial_backoff_seconds, self.scheduler_config.pod_max_backoff_seconds
+            self.clock.time,
+            self.scheduler_config.pod_initial_backoff_seconds,
+            self.scheduler_config.pod_max_backoff_seconds,
         )
         # Only pods some profile schedules are queued; the others are another scheduler's.
         self.cluster.listeners.append(only_responsible(self.scheduler_config, queue_feed(self.queue)))
@@ -207,9 +175,9 @@ class QueueService:
         self._settling: asyncio.Future[None] | None = None
         self._unsettled_nominations: list[filter_pb2.Nomination] = []
         self._loop_task: asyncio.Task[None] | None = None
-        self.watchers: list[asyncio.Queue[api_pb2.WatchEvent | None]] = []
-        self.cluster.listeners.append(self._publish_change)
-        self.cluster.event_listeners.append(self._publish_event)
+        self.watch = WatchFanOut(self.clock)
+        self.cluster.listeners.append(self.watch.on_change)
+        self.cluster.event_listeners.append(self.watch.on_event)
         self.cycles = 0
         # Each pod's trace: the context its creation arrived in (the consumer span of the record that
         # added it), so every scheduling attempt of the pod joins the trace its apply started.
@@ -243,8 +211,7 @@ class QueueService:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-        for watcher in self.watchers:
-            watcher.put_nowait(None)
+        self.watch.close()
         await self.replica.stop()
         for channel in self.channels:
             await channel.close()
@@ -676,364 +643,3 @@ class QueueService:
                         fresh, failure.rejectors, error=failure.error, message=failure.message
                     )
                 attempt.finish("error" if failure.error else "unschedulable")
-
-    # --- watch fan-out -----------------------------------------------------------------------------
-
-    def _publish_change(self, change: Change) -> None:
-        if not self.watchers:
-            return
-        obj = change.new if change.new is not None else change.old
-        assert obj is not None
-        item = api_pb2.WatchEvent(change=change_message(change.type, obj, WATCH_WRITER, time.time()))
-        for watcher in self.watchers:
-            watcher.put_nowait(item)
-
-    def _publish_event(self, event: ev.Event) -> None:
-        if not self.watchers:
-            return
-        item = api_pb2.WatchEvent(event=event_to_proto(event))
-        for watcher in self.watchers:
-            watcher.put_nowait(item)
-
-
-MAX_APPLY_BATCH = 1000
-
-
-class ItemContext:
-    """The servicer context of one object of an ApplyBatch: the call's metadata, peer and
-    credentials, but an abort ends only this object (its code and message become its result)."""
-
-    def __init__(self, context: grpc.aio.ServicerContext) -> None:
-        self._context = context
-        self._code: grpc.StatusCode | None = None
-        self._details: str | None = None
-
-    async def abort(self, code: grpc.StatusCode, details: str = "", trailing_metadata: Any = ()) -> None:
-        self._code, self._details = code, details
-        raise grpc.aio.AbortError()
-
-    def code(self) -> grpc.StatusCode | None:
-        return self._code
-
-    def details(self) -> str | None:
-        return self._details
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._context, name)
-
-
-class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
-    """The public API: thin translation to the binder (writes), the replica (reads) and the filter
-    and preemption services (dry runs)."""
-
-    def __init__(self, service: QueueService) -> None:
-        self.service = service
-
-    async def _resource_type(self, word: str, context: grpc.aio.ServicerContext) -> ResourceType:
-        found = find_resource_type(word)
-        if found is None:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT, f'error: the server doesn\'t have a resource type "{shorten(word)}"'
-            )
-        assert found is not None
-        return found
-
-    async def _caught_up(self, context: grpc.aio.ServicerContext) -> None:
-        try:
-            await self.service.caught_up()
-        except TimeoutError:
-            await context.abort(
-                grpc.StatusCode.UNAVAILABLE,
-                "Error from server (ServiceUnavailable): the queue service is catching up with the log; retry",
-            )
-
-    async def _forward_error(self, context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError) -> None:
-        code = error.code()
-        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
-            await context.abort(
-                grpc.StatusCode.UNAVAILABLE, f"Error from server (ServiceUnavailable): {error.details()}"
-            )
-        await context.abort(code, error.details() or "")
-
-    # Every call is authenticated and authorized (services/podsched_queue/access.py); a write's
-    # outcome, whatever it is, goes to the API audit log before the client hears it.
-
-    async def Apply(self, request: api_pb2.ApplyRequest, context: grpc.aio.ServicerContext) -> Any:
-        # "create" until the object is known to exist (and the caller may see it): then "patch".
-        call = ApiCall(
-            API_PATH + "Apply", write=not request.dry_run, verb="create", target=Target.of_document(request.object_json)
-        )
-        return await self.service.access.audited(context, call, self._apply(request, context, call))
-
-    async def ApplyBatch(self, request: api_pb2.ApplyBatchRequest, context: grpc.aio.ServicerContext) -> Any:
-        if len(request.requests) > MAX_APPLY_BATCH:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"error: {len(request.requests)} objects in one ApplyBatch; at most {MAX_APPLY_BATCH}",
-            )
-
-        async def one(item: api_pb2.ApplyRequest) -> api_pb2.ApplyResult:
-            item_context = ItemContext(context)
-            try:
-                return api_pb2.ApplyResult(response=await self.Apply(item, item_context))
-            except grpc.aio.AbortError:
-                code = item_context.code() or grpc.StatusCode.UNKNOWN
-                return api_pb2.ApplyResult(code=code.value[0], message=item_context.details() or "")
-
-        results = await asyncio.gather(*(one(item) for item in request.requests))
-        return api_pb2.ApplyBatchResponse(results=results)
-
-    async def _apply(self, request: api_pb2.ApplyRequest, context: grpc.aio.ServicerContext, call: ApiCall) -> Any:
-        service = self.service
-        access = service.access
-        user = await access.authenticate(context, call)
-        try:
-            document = parse_json(request.object_json)
-        except ValueError as error:
-            message = f"error: error parsing {shorten(request.source)}: {error}"
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
-        await self._caught_up(context)
-        target = call.target
-        # kubectl apply creates a new object and patches an existing one. An object the caller may
-        # not read counts as new, so a refusal does not tell whether it exists.
-        stored = stored_object(service.cluster, target) if target.known is not None else None
-        readable = stored is not None and access.decide(target.attributes(user, "get")).allowed
-        call.verb = "patch" if readable else "create"
-        attributes = target.attributes(user, call.verb, named=call.verb != "create")
-        # kubectl sends no patch for an unchanged object (only its GET): a caller who may read but
-        # not patch may re-apply it unchanged. Decided after admission, which says whether it changed.
-        unchanged_only = False
-        if target.resource:  # else the body names no kind and admission refuses it below
-            if call.verb == "patch" and not access.decide(attributes).allowed:
-                unchanged_only = True
-            else:
-                await access.authorize(context, call, attributes)
-        try:
-            obj = decode_object(document, owned=True)
-            with telemetry.tracer().start_as_current_span("admission") as span:
-                span.set_attributes(_object_attributes(obj))
-                action, admitted = admit_without_storing(service.cluster, obj)
-                if isinstance(admitted, Pod):
-                    span.set_attribute("podsched.pod.priority", admitted.spec.priority or 0)
-        except ApiError as error:
-            trace.get_current_span().set_status(StatusCode.ERROR, error.kubectl_message())
-            await context.abort(status_code(error), error.kubectl_message())
-        if unchanged_only:
-            if action != UNCHANGED:
-                await access.deny(context, call, attributes)
-            call.decision = audit_pb2.AuditEvent.ALLOW
-            call.reason = f"unchanged, so only get is needed: {access.decide(target.attributes(user, 'get')).reason}"
-        if request.dry_run:
-            response = api_pb2.ApplyResponse(action=action, object_json=to_json(admitted))
-            if isinstance(admitted, Pod) and not admitted.spec.node_name:
-                response.dry_run.CopyFrom(await self._predict(admitted, context))
-            return response
-        try:
-            written = await service.writes.write(request.object_json)
-        except grpc.aio.AioRpcError as error:
-            await self._forward_error(context, error)
-        service.saw(written.resource_version, written.event_sequence)
-        call.resource_version = written.resource_version
-        call.object_json = written.object_json
-        call.created = written.action == CREATED
-        return api_pb2.ApplyResponse(action=written.action, object_json=written.object_json)
-
-    async def _predict(self, pod: Pod, context: grpc.aio.ServicerContext) -> api_pb2.DryRunOutcome:
-        """Filter, then PostFilter, for a pod that is not stored: where it would go now."""
-        service = self.service
-        pod.metadata.uid = pod.metadata.uid or DRY_RUN_UID
-        ref = filter_pb2.PodToPlace(pod_json=to_json(pod))
-        try:
-            found = await service.filter.FindNodes(
-                filter_pb2.FindNodesRequest(pods=[ref], min_resource_version=service.view_version, dry_run=True),
-                timeout=RPC_TIMEOUT,
-            )
-            placement = found.placements[0]
-            if placement.node_name:
-                return api_pb2.DryRunOutcome(node_name=placement.node_name)
-            profile = service.scheduler_config.profile_named(pod.spec.scheduler_name)
-            if placement.error or profile is None or not profile.preemption_enabled:
-                return api_pb2.DryRunOutcome(message=placement.error or placement.message)
-            decision = await service.preemption.PostFilter(
-                preemption_pb2.PostFilterRequest(
-                    pod=ref, filter_result=placement, min_resource_version=service.view_version
-                ),
-                timeout=RPC_TIMEOUT,
-            )
-        except grpc.aio.AioRpcError as error:
-            await self._forward_error(context, error)
-        return api_pb2.DryRunOutcome(
-            nominated_node_name=decision.nominated_node_name, victims=decision.victims, message=decision.message
-        )
-
-    async def Get(self, request: api_pb2.GetRequest, context: grpc.aio.ServicerContext) -> Any:
-        service = self.service
-        call = ApiCall(API_PATH + "Get", write=False)
-        user = await service.access.authenticate(context, call)
-        resource = await self._resource_type(request.resource, context)
-        kind = resource.kind
-        namespace = request.namespace or "default"
-        # A list across namespaces is a list at the cluster scope, as upstream authorizes it.
-        target = Target.of(resource, "" if request.all_namespaces else namespace, request.name)
-        await service.access.authorize(context, call, target.attributes(user, "get" if request.name else "list"))
-        await self._caught_up(context)
-        objects = [
-            obj
-            for obj in objects_of(service.cluster, kind)
-            if (not resource.namespaced or request.all_namespaces or obj.metadata.namespace == namespace)
-            and (not request.name or obj.metadata.name == request.name)
-        ]
-        if request.name and not objects:
-            ns = namespace if resource.namespaced else ""
-            await context.abort(grpc.StatusCode.NOT_FOUND, ApiError.not_found(kind, request.name, ns).kubectl_message())
-        objects.sort(key=lambda o: (o.metadata.namespace, o.metadata.name))
-        return api_pb2.GetResponse(objects_json=[to_json(obj) for obj in objects])
-
-    async def Delete(self, request: api_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> Any:
-        found = find_resource_type(request.resource)
-        namespace = request.namespace or "default"
-        target = (
-            Target.of(found, namespace, request.name)
-            if found is not None
-            else Target(request.resource, namespace=namespace, name=request.name)
-        )
-        call = ApiCall(API_PATH + "Delete", write=True, verb="delete", target=target)
-        return await self.service.access.audited(context, call, self._delete(request, context, call))
-
-    async def _delete(self, request: api_pb2.DeleteRequest, context: grpc.aio.ServicerContext, call: ApiCall) -> Any:
-        access = self.service.access
-        user = await access.authenticate(context, call)
-        resource = await self._resource_type(request.resource, context)
-        kind = resource.kind
-        namespace = (request.namespace or "default") if resource.namespaced else ""
-        await access.authorize(context, call, call.target.attributes(user, "delete"))
-        delete = binder_pb2.DeleteRequest(kind=kind, namespace=namespace, name=request.name)
-        if request.HasField("grace_period_seconds"):
-            delete.grace_period_seconds = request.grace_period_seconds
-        try:
-            deleted = await self.service.binder.Delete(delete, timeout=RPC_TIMEOUT)
-        except grpc.aio.AioRpcError as error:
-            await self._forward_error(context, error)
-        self.service.saw(deleted.resource_version, deleted.event_sequence)
-        call.resource_version = deleted.resource_version
-        call.object_json = deleted.object_json
-        return api_pb2.DeleteResponse(object_json=deleted.object_json)
-
-    async def ListEvents(self, request: api_pb2.ListEventsRequest, context: grpc.aio.ServicerContext) -> Any:
-        service = self.service
-        access = service.access
-        call = ApiCall(API_PATH + "ListEvents", write=False)
-        user = await access.authenticate(context, call)
-        namespace = request.namespace or "default"
-        events_here = events_target("" if request.all_namespaces else namespace)
-        await access.authorize(context, call, events_here.attributes(user, "list"))
-        # Events about cluster-scoped objects (nodes), and one object's events wherever they are, are
-        # for callers who may list events at the cluster scope; others see their namespace's only.
-        wide = request.all_namespaces or access.decide(events_target("").attributes(user, "list")).allowed
-        await self._caught_up(context)
-        events = [
-            event_to_proto(event)
-            for event in service.cluster.events
-            if (not request.involved_uid or event.involved_object.uid == request.involved_uid)
-            and (
-                request.all_namespaces
-                or (wide and request.involved_uid)
-                or event.involved_object.namespace == namespace
-                or (wide and event.involved_object.namespace == "")
-            )
-        ]
-        return api_pb2.ListEventsResponse(events=events)
-
-    async def Watch(self, request: api_pb2.WatchRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        service = self.service
-        access = service.access
-        call = ApiCall(API_PATH + "Watch", write=False)
-        user = await access.authenticate(context, call)
-        kinds = set(request.kinds)
-        unknown = kinds - ALL_KINDS
-        if unknown:
-            message = fit_status_message(f"error: unknown kinds {sorted(unknown)}")
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
-        # Asked-for kinds must each be watchable; no kinds means every kind the caller may watch there.
-        watched: set[str] = set()
-        refused = []
-        for resource in RESOURCE_TYPES:
-            if kinds and resource.kind not in kinds:
-                continue
-            attributes = Target.of(resource, request.namespace).attributes(user, "watch")
-            if access.decide(attributes).allowed:
-                watched.add(resource.kind)
-            else:
-                refused.append(attributes)
-        if refused and (kinds or not watched):
-            await access.deny(context, call, refused[0])
-        if request.include_events:
-            await access.authorize(context, call, events_target(request.namespace).attributes(user, "watch"))
-        # As ListEvents: cluster-scoped objects and their events pass a namespace filter only for
-        # callers who may watch all of it at the cluster scope.
-        everywhere = [Target.of(r, "") for r in RESOURCE_TYPES if r.kind in watched]
-        if request.include_events:
-            everywhere.append(events_target(""))
-        wide = not request.namespace or all(access.decide(t.attributes(user, "watch")).allowed for t in everywhere)
-        await self._caught_up(context)
-        watcher: asyncio.Queue[api_pb2.WatchEvent | None] = asyncio.Queue()
-        service.watchers.append(watcher)
-
-        def wanted(ref: events_pb2.ObjectReference, *, event: bool = False) -> bool:
-            # An event passes the kinds asked for (its involved object's kind), a change the kinds watched.
-            return (ref.kind in watched if not event else not kinds or ref.kind in kinds) and (
-                not request.namespace or ref.namespace == request.namespace or (wide and ref.namespace == "")
-            )
-
-        try:
-            if request.since_resource_version == 0:
-                for kind in sorted(watched):
-                    for obj in objects_of(service.cluster, kind):
-                        change = change_message(ADDED, obj, WATCH_WRITER, time.time())
-                        if wanted(change.object):
-                            yield api_pb2.WatchEvent(change=change)
-            while True:
-                item = await watcher.get()
-                if item is None:
-                    return
-                if item.HasField("change"):
-                    if wanted(item.change.object) and item.change.resource_version > request.since_resource_version:
-                        yield item
-                elif request.include_events and wanted(item.event.involved_object, event=True):
-                    yield item
-        finally:
-            service.watchers.remove(watcher)
-
-
-def _object_attributes(obj: ApiObject) -> dict[str, Any]:
-    if isinstance(obj, Pod):
-        return {"k8s.pod.name": obj.name, "k8s.namespace.name": obj.namespace, "podsched.kind": KIND_POD}
-    return {"podsched.kind": obj.kind, "podsched.name": obj.metadata.name}
-
-
-def stored_object(cluster: Cluster, target: Target) -> ApiObject | None:
-    """The stored object a request names, if there is one."""
-    if target.known is None:
-        return None
-    kind, key = target.known.kind, (target.namespace, target.name)
-    if kind == KIND_POD:
-        return cluster.pods.get(key)
-    if kind == KIND_PDB:
-        return cluster.pdbs.get(key)
-    if kind == KIND_NODE:
-        return cluster.nodes.get(target.name)
-    if kind == KIND_PRIORITY_CLASS:
-        return cluster.priority_classes.get(target.name)
-    return next((o for o in objects_of(cluster, kind) if (o.metadata.namespace, o.metadata.name) == key), None)
-
-
-def objects_of(cluster: Cluster, kind: str) -> list[ApiObject]:
-    if kind == KIND_POD:
-        return list(cluster.pods.values())
-    if kind == KIND_NODE:
-        return list(cluster.nodes.values())
-    if kind == KIND_PRIORITY_CLASS:
-        return list(cluster.priority_classes.values())
-    if kind == KIND_RESOURCE_QUOTA:
-        return list(cluster.resource_quotas.values())  # each with the status.used this copy derives
-    return list(cluster.pdbs.values())
