@@ -340,9 +340,9 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
             if request.since_resource_version == 0:
                 for kind in sorted(watched):
                     for obj in objects_of(service.cluster, kind):
-                        item = service.watch.change_item(ADDED, obj)
-                        if wanted(item.change.object):
-                            yield item
+                        added = service.watch.change_item(ADDED, obj)
+                        if wanted(added.change.object):
+                            yield added
             while True:
                 item = await watcher.get()
                 if item is None:

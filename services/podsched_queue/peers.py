@@ -1,9 +1,13 @@
-"""The queue's connections to the filter, preemption and binder services."""
+"""The queue's connections to the filter, preemption and binder services, and the scheduler's
+interfaces to them (scheduler.Filter, Preemption, Binder) over those connections."""
 
 from __future__ import annotations
 
 import grpc
 
+from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
+from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
+from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
 from podsched_service import telemetry
 from podsched_service.server import CHANNEL_OPTIONS
 from podsched_service.tls import ClientTLS
@@ -25,3 +29,38 @@ def peer_channel(config: QueueConfig, address: str) -> grpc.aio.Channel:
     except ValueError as error:
         raise ValueError(f"PODSCHED_INTERNAL_TLS_CA_FILE/CERT_FILE/KEY_FILE: {error}") from None
     return grpc.aio.secure_channel(address, credentials, options=CHANNEL_OPTIONS, interceptors=interceptors)
+
+
+class FilterClient:
+    """scheduler.Filter over the filter service."""
+
+    def __init__(self, stub: filter_pb2_grpc.FilterStub) -> None:
+        self.stub = stub
+
+    async def find_nodes(self, request: filter_pb2.FindNodesRequest) -> filter_pb2.FindNodesResponse:
+        return await self.stub.FindNodes(request, timeout=RPC_TIMEOUT)
+
+
+class PreemptionClient:
+    """scheduler.Preemption over the preemption service."""
+
+    def __init__(self, stub: preemption_pb2_grpc.PreemptionStub) -> None:
+        self.stub = stub
+
+    async def post_filter_run(
+        self, request: preemption_pb2.PostFilterRunRequest
+    ) -> preemption_pb2.PostFilterRunResponse:
+        return await self.stub.PostFilterRun(request, timeout=RPC_TIMEOUT)
+
+
+class BinderClient:
+    """scheduler.Binder over the binder service."""
+
+    def __init__(self, stub: binder_pb2_grpc.BinderStub) -> None:
+        self.stub = stub
+
+    async def bind(self, request: binder_pb2.BindRequest) -> binder_pb2.BindResponse:
+        return await self.stub.Bind(request, timeout=RPC_TIMEOUT)
+
+    async def record_failure(self, request: binder_pb2.RecordFailureRequest) -> binder_pb2.RecordFailureResponse:
+        return await self.stub.RecordFailure(request, timeout=RPC_TIMEOUT)

@@ -96,7 +96,7 @@ def decision_fields(decision: preemption_pb2.PostFilterResponse) -> dict[str, An
 def assumed_after(
     name: str, uids: dict[str, str], decision: preemption_pb2.PostFilterResponse
 ) -> list[filter_pb2.Nomination]:
-    """The nominations the queue assumes after a decision (services/podsched_queue/service.py)."""
+    """The nominations the queue assumes after a decision (services/podsched_queue/scheduler.py)."""
     if decision.nominated_node_name:
         return [filter_pb2.Nomination(pod_uid=uids[name], node_name=decision.nominated_node_name)] + [
             filter_pb2.Nomination(pod_uid=p.uid) for p in decision.nominations_to_clear

@@ -1,0 +1,483 @@
+"""The scheduling loop: pods popped from the scheduling queue in batches, each batch's cycles driven
+through the filter, preemption and binder services.
+
+One cycle, as kube-scheduler's schedule_one: pop the next pod -> Filter -> Bind, or on failure
+PostFilter -> RecordFailure (the binder writes evictions, the nomination and FailedScheduling) ->
+back to the queue. A batch decides what that many one-pod cycles would (see `schedule_batch`); the
+writes it leaves in flight are the pipeline's state (pipeline.py).
+
+The scheduler knows its peers only through the few calls it makes (`Filter`, `Preemption`,
+`Binder`), its log through `WrittenLog` (read-your-writes versions), its time through a `Clock`, and
+reports through a `SchedulingObserver` (instrumentation.py): so it runs in unit tests on fakes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from podsched.api.types import Pod
+from podsched.config.scheduler_config import SchedulerConfig
+from podsched.queue import scheduling_queue as sq
+from podsched_proto.binder.v1 import binder_pb2
+from podsched_proto.filter.v1 import filter_pb2
+from podsched_proto.preemption.v1 import preemption_pb2
+from podsched_service.scheduling import decision_nominations
+
+from .clock import Clock
+from .pipeline import (
+    ERROR,
+    REQUEUED,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    Attempt,
+    AttemptState,
+    Batch,
+    BatchPipeline,
+    PendingFailure,
+)
+
+log = logging.getLogger(__name__)
+
+LEFTOVER_FLUSH_INTERVAL = 30.0  # upstream flushes unschedulable pods older than 5 minutes every 30 s
+# Pods after a preemptor that one PostFilterRun may decide. Shorter runs hand their failures to the
+# binder sooner (its commits overlap the next run's dry runs) and keep the preemption service's
+# event loop free for its log between runs.
+POST_FILTER_RUN_LIMIT = 32
+RETRY_PAUSE = 0.2  # after a peer failed a batch, before the next one
+
+
+class Filter(Protocol):
+    async def find_nodes(self, request: filter_pb2.FindNodesRequest) -> filter_pb2.FindNodesResponse: ...
+
+
+class Preemption(Protocol):
+    async def post_filter_run(
+        self, request: preemption_pb2.PostFilterRunRequest
+    ) -> preemption_pb2.PostFilterRunResponse: ...
+
+
+class Binder(Protocol):
+    async def bind(self, request: binder_pb2.BindRequest) -> binder_pb2.BindResponse: ...
+
+    async def record_failure(self, request: binder_pb2.RecordFailureRequest) -> binder_pb2.RecordFailureResponse: ...
+
+
+class WrittenLog(Protocol):
+    """The versions of the binder's log this scheduler has seen acknowledged (read-your-writes)."""
+
+    @property
+    def view_version(self) -> int:
+        """What downstream services must have applied before answering."""
+        ...
+
+    def saw(self, version: int, event_sequence: int) -> None: ...
+
+    async def caught_up(self) -> None:
+        """Until the queue's own replica holds every write seen acknowledged."""
+        ...
+
+
+class SchedulingObserver(Protocol):
+    """What the loop reports at each step of an attempt (instrumentation.AttemptTelemetry)."""
+
+    def started(self, attempt: Attempt) -> None: ...
+    def batch(self, attempts: list[Attempt]) -> contextlib.AbstractContextManager[None]: ...
+    def within(self, attempt: Attempt) -> contextlib.AbstractContextManager[None]: ...
+    def carrier(self, attempt: Attempt) -> dict[str, str]: ...
+    def filtered(self, attempt: Attempt, placement: filter_pb2.Placement, *, preemption_run: bool = False) -> None: ...
+    def bind_answered(self, attempt: Attempt, node_name: str, bound: bool) -> None: ...
+    def fit_nowhere(self, attempt: Attempt, placement: filter_pb2.Placement) -> None: ...
+    def stale_filter_result(self, attempt: Attempt) -> None: ...
+    def decided(self, attempt: Attempt, decision: preemption_pb2.PostFilterResponse) -> None: ...
+    def finished(self, attempt: Attempt) -> None: ...
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        queue: sq.SchedulingQueue,
+        pods_by_uid: Callable[[str], Pod | None],
+        scheduler_config: SchedulerConfig,
+        batch_size: int,
+        filter: Filter,
+        preemption: Preemption,
+        binder: Binder,
+        written: WrittenLog,
+        clock: Clock,
+        observer: SchedulingObserver,
+    ) -> None:
+        self.queue = queue
+        self.pods_by_uid = pods_by_uid
+        self.scheduler_config = scheduler_config
+        self.batch_size = batch_size
+        self.filter = filter
+        self.preemption = preemption
+        self.binder = binder
+        self.written = written
+        self.clock = clock
+        self.observer = observer
+        self.pipeline = BatchPipeline()
+        self.wake = asyncio.Event()  # set when the replica applied something: pods may be ready
+        self.cycles = 0
+        self._last_flush = clock.time()
+
+    # --- the loop --------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        self._last_flush = self.clock.time()
+        while True:
+            await self.run_once()
+
+    async def run_once(self) -> None:
+        """One turn of the loop: schedule the next batch, else finish what the pipeline has in flight
+        (its pods may be ready to go again), else wait for the replica or the next backoff expiry."""
+        now = self.clock.time()
+        if now - self._last_flush >= LEFTOVER_FLUSH_INTERVAL:
+            self.queue.flush_unschedulable_leftover()
+            self._last_flush = now
+        batch = self.pop_batch()
+        if batch:
+            await self._schedule_or_back_off(batch)
+        elif self.pipeline.settling is not None:
+            await self._finish_settling()
+        elif self.pipeline.bind is not None:
+            await self._drain_bind()  # nothing to overlap it with: finish it before waiting
+        else:
+            await self._wait()
+
+    async def _wait(self) -> None:
+        self.wake.clear()
+        timeout = LEFTOVER_FLUSH_INTERVAL
+        expiry = self.queue.next_backoff_expiry()
+        if expiry is not None:
+            timeout = min(timeout, max(0.0, expiry - self.clock.time()))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.wake.wait(), timeout)
+
+    async def _schedule_or_back_off(self, batch: list[sq.QueuedPodInfo]) -> None:
+        try:
+            await self.schedule_batch(batch)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # a peer is down or restarting: retry the pods with backoff
+            log.warning("scheduling %d pod(s) from %s failed: %s", len(batch), batch[0].pod.name, error)
+            for info in batch:
+                self._back_off(info, error)
+            await asyncio.sleep(RETRY_PAUSE)
+
+    async def _drain_bind(self) -> None:
+        batch = Batch(assumed=[], carried=0)
+        try:
+            await self._finish_bind(batch)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the binder is down or restarting: _finish_bind requeued the pods
+            log.warning("binding failed: %s", error)
+            await asyncio.sleep(RETRY_PAUSE)
+        finally:
+            await self._settle(batch.failures)
+
+    async def stop(self) -> None:
+        """Cancel the batch settling in the background, if any (the loop task is the caller's)."""
+        if self.pipeline.settling is not None:
+            settling = self.pipeline.finish_settling().done
+            if isinstance(settling, asyncio.Future):
+                settling.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await settling
+
+    def _back_off(self, info: sq.QueuedPodInfo, error: BaseException) -> None:
+        """A pod whose attempt an error cut short (a peer down or restarting), if it is still in flight
+        (not resolved before the error): back to the queue, retried after its backoff."""
+        if self.queue.location(info.pod.uid) == sq.IN_FLIGHT:
+            self.queue.add_unschedulable_if_not_present(info, set(), error=True, message=str(error))
+
+    def pop_batch(self) -> list[sq.QueuedPodInfo]:
+        """Up to batch_size pods, popped in queue order."""
+        batch: list[sq.QueuedPodInfo] = []
+        while len(batch) < self.batch_size and (info := self.queue.pop()) is not None:
+            batch.append(info)
+        return batch
+
+    # --- a batch's cycles ----------------------------------------------------------------------------
+
+    async def schedule_batch(self, batch: list[sq.QueuedPodInfo]) -> None:
+        """Consecutive scheduling cycles of the popped pods (see `_place`).
+
+        The filter places the pods in queue order, each on the cluster with the earlier ones assumed
+        on their nodes, and stops at the first pod that fits nowhere: exactly what that many
+        one-pod cycles decide. The placed pods are bound together (one binder transaction), then the
+        pod that did not fit goes through PostFilter on a view that includes those binds, and the
+        pods after it are filtered next, with its nomination assumed: by the preemption service, on
+        the copy PostFilter read, while they fit nowhere (a run of preemptors), else by FindNodes."""
+        attempts: list[Attempt] = []
+        for info in batch:
+            pod = self.pods_by_uid(info.pod.uid)
+            if pod is None or pod.spec.node_name:
+                self.queue.done(info.pod.uid)
+                continue
+            attempt = Attempt(info, pod, self.clock.monotonic())
+            self.observer.started(attempt)
+            attempts.append(attempt)
+        if not attempts:
+            return
+        self.cycles += len(attempts)
+        try:
+            with self.observer.batch(attempts):
+                await self._place(attempts)
+        finally:
+            for attempt in attempts:
+                if attempt.state is AttemptState.TRYING:  # an exception cut its cycle short
+                    self._finish(attempt, ERROR)
+
+    async def _place(self, attempts: list[Attempt]) -> None:
+        """The batch's cycles: FindNodes for the pods not yet tried, Bind for the placed prefix,
+        PostFilter for the pod that fit nowhere (in a PostFilterRun that also decides the pods after it
+        for as long as they fit nowhere too), then FindNodes again for the pods after those.
+
+        A failed pod's RecordFailure (its nomination, evictions, FailedScheduling) is sent without
+        waiting for Kafka: the later cycles of the batch get its nomination as an assumed one, as a
+        later cycle of one kube-scheduler sees the nominations its earlier cycles made before the API
+        server has them. The batch's failures are committed and read back once, at the end, before
+        the failed pods go back to the queue; that settling goes on while the next batch runs, which
+        assumes the nominations this batch decided until it is done (at most one batch settles at a
+        time)."""
+        batch = self.pipeline.begin_batch()
+        remaining = attempts
+        try:
+            while remaining:
+                remaining = await self._cycle(remaining, batch)
+        except BaseException:
+            await self._settle(batch.failures)
+            raise
+        await self._finish_settling()
+        if batch.failures:
+            self.pipeline.start_settling(batch, asyncio.ensure_future(self._settle_in_background(batch.failures)))
+
+    async def _finish_settling(self) -> None:
+        """Wait for the previous batch's failures to settle; its nominations are then in the log."""
+        if self.pipeline.settling is not None:
+            await self.pipeline.finish_settling().done
+
+    async def _settle_in_background(self, failures: list[PendingFailure]) -> None:
+        try:
+            await self._settle(failures)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the pods went back to the queue all the same (see _settle)
+            log.warning("settling %d failed attempt(s) failed: %s", len(failures), error)
+
+    async def _cycle(self, attempts: list[Attempt], batch: Batch) -> list[Attempt]:
+        """One FindNodes over `attempts` and what follows from it; returns the pods still to try."""
+        # 1. Filter the pods in order, each with the earlier ones (and the Bind in flight) assumed.
+        found = await self.filter.find_nodes(
+            filter_pb2.FindNodesRequest(
+                pods=[filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=self.observer.carrier(a)) for a in attempts],
+                min_resource_version=self.written.view_version,
+                assumed_nominations=batch.assumed,
+                assumed_binds=self.pipeline.assumed_binds(),
+            )
+        )
+        placements = list(found.placements)
+        for attempt, placement in zip(attempts, placements, strict=False):
+            self.observer.filtered(attempt, placement)
+        # 2. Bind the placed prefix, once the previous Bind is answered (one in flight at a time).
+        placed = [(a, p.node_name) for a, p in zip(attempts, placements, strict=False) if p.node_name]
+        all_bound = await self._finish_bind(batch)
+        if placed:
+            self._start_bind(placed)
+        # 3. The pods the filter could not look at (gone, already bound) fail with an error.
+        unplaced = [(a, p) for a, p in zip(attempts, placements, strict=False) if not p.node_name]
+        untried = attempts[len(placements) :]  # after the pod that fit nowhere: not attempted yet
+        for attempt, placement in unplaced:
+            if placement.error:  # the pod is gone or already bound: an error, not a diagnosis
+                batch.failures.append(self._send_failure(attempt, placement.error, error=True))
+        fit_nowhere = [(a, p) for a, p in unplaced if not p.error]
+        if not fit_nowhere:
+            return untried
+        # 4. PostFilter for the pod that fit nowhere, on a view with every earlier placement bound.
+        attempt, placement = fit_nowhere[0]
+        all_bound = await self._finish_bind(batch) and all_bound
+        if not all_bound:
+            # That pod was filtered with every earlier pod assumed in place, and one of those binds
+            # was refused: its diagnosis is of a cluster that does not exist. It and the pods after
+            # it go back untried and are filtered again next batch.
+            self._requeue([attempt, *untried])
+            return []
+        with self.observer.within(attempt):
+            decided = await self._post_filter(attempt, placement, found.resource_version, batch, untried)
+        if decided is None:  # a stale diagnosis: filter it (and the pods after it) again
+            self._requeue([attempt, *untried])
+            return []
+        # 5. The pods after the run are filtered next, with its nominations assumed.
+        batch.failures.extend(decided)
+        return untried[len(decided) - 1 :]
+
+    def _finish(self, attempt: Attempt, result: str) -> None:
+        attempt.finish(result)
+        self.observer.finished(attempt)
+
+    def _requeue(self, attempts: list[Attempt]) -> None:
+        for attempt in attempts:
+            self.queue.unpop(attempt.info)
+            self._finish(attempt, REQUEUED)
+
+    def _start_bind(self, placed: list[tuple[Attempt, str]]) -> None:
+        """Send the Bind of the placed pods (one request, one binder transaction); `_finish_bind`
+        takes its answer."""
+        request = binder_pb2.BindRequest(
+            bindings=[
+                binder_pb2.Binding(pod_uid=a.pod.uid, node_name=node, trace_context=self.observer.carrier(a))
+                for a, node in placed
+            ]
+        )
+        self.pipeline.start_bind(placed, asyncio.ensure_future(self.binder.bind(request)))
+
+    async def _finish_bind(self, batch: Batch) -> bool:
+        """Wait for the Bind in flight, if any; True if every bind in it was accepted. A refused bind
+        is a failed attempt (added to the batch's failures). If the call fails, its pods go back to
+        the queue with backoff and the error is raised."""
+        if self.pipeline.bind is None:
+            return True
+        pending = self.pipeline.finish_bind()
+        try:
+            bound = await pending.call
+        except Exception as error:
+            for attempt, _ in pending.placed:
+                fresh = self.queue.info(attempt.pod.uid)
+                if fresh is not None:
+                    self._back_off(fresh, error)
+                self._finish(attempt, ERROR)
+            raise
+        self.written.saw(bound.resource_version, bound.event_sequence)
+        all_bound = True
+        for (attempt, node_name), result in zip(pending.placed, bound.results, strict=True):
+            self.observer.bind_answered(attempt, node_name, result.bound)
+            if result.bound:
+                self._finish(attempt, SCHEDULED)
+            else:
+                all_bound = False
+                batch.failures.append(self._send_failure(attempt, result.message, error=True))
+        return all_bound
+
+    async def _post_filter(
+        self,
+        attempt: Attempt,
+        placement: filter_pb2.Placement,
+        filter_version: int,
+        batch: Batch,
+        untried: list[Attempt],
+    ) -> list[PendingFailure] | None:
+        """PostFilter for a pod that fit nowhere (the filter answered at `filter_version`), then the
+        cycles of the pods after it while they fit nowhere too, in one PostFilterRun: upstream's
+        one-pod-at-a-time cycles, each seeing the nominations of the ones before, without a FindNodes
+        and a PostFilter round trip per preemptor. Returns the failures, sent, of the pod and of the
+        run's first len(result) - 1 pods of `untried`; None if PostFilter found the Filter outcome
+        stale. Adds the decisions' nominations to the batch's assumed ones."""
+        pod = attempt.pod
+        self.observer.fit_nowhere(attempt, placement)
+        rejectors = set(placement.rejector_plugins)
+        profile = self.scheduler_config.profile_named(pod.spec.scheduler_name)
+        if profile is None or not profile.preemption_enabled:  # the pod's profile has no PostFilter
+            return [self._send_failure(attempt, placement.message, rejectors=rejectors)]
+        run = untried[:POST_FILTER_RUN_LIMIT]
+        answer = await self.preemption.post_filter_run(
+            preemption_pb2.PostFilterRunRequest(
+                first=preemption_pb2.PostFilterRequest(
+                    pod=filter_pb2.PodToPlace(uid=pod.uid),
+                    filter_result=placement,
+                    min_resource_version=self.written.view_version,
+                    filter_resource_version=filter_version,
+                    assumed_nominations=batch.assumed,
+                ),
+                next=[filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=self.observer.carrier(a)) for a in run],
+            )
+        )
+        first = answer.decisions[0].decision
+        if first.stale_filter_result:
+            # Room was made after the filter answered (PostFilter's copy is newer): not a failed
+            # attempt; the pod is filtered again once the filter has that version.
+            self.observer.stale_filter_result(attempt)
+            self.written.saw(answer.resource_version, -1)
+            return None
+        failures = [self._record_decision(attempt, rejectors, first, batch)]
+        for later, item in zip(run, answer.decisions[1:], strict=False):
+            self.observer.filtered(later, item.filter_result, preemption_run=True)
+            with self.observer.within(later):
+                failures.append(
+                    self._record_decision(later, set(item.filter_result.rejector_plugins), item.decision, batch)
+                )
+        return failures
+
+    def _record_decision(
+        self,
+        attempt: Attempt,
+        rejectors: set[str],
+        decision: preemption_pb2.PostFilterResponse,
+        batch: Batch,
+    ) -> PendingFailure:
+        """A PostFilter decision reported, its nominations added to the batch's assumed ones, and its
+        failure's writes (evictions, nominations, FailedScheduling) sent."""
+        self.observer.decided(attempt, decision)
+        batch.assumed.extend(decision_nominations(attempt.pod.uid, decision))
+        return self._send_failure(
+            attempt,
+            decision.message,
+            rejectors=rejectors,
+            request=binder_pb2.RecordFailureRequest(
+                nominated_node_name=decision.nominated_node_name,
+                victim_uids=[v.uid for v in decision.victims],
+                clear_nomination_uids=[p.uid for p in decision.nominations_to_clear],
+                clear_own_nomination=decision.clear_own_nomination,
+            ),
+        )
+
+    def _send_failure(
+        self,
+        attempt: Attempt,
+        message: str,
+        rejectors: set[str] | None = None,
+        error: bool = False,
+        request: binder_pb2.RecordFailureRequest | None = None,
+    ) -> PendingFailure:
+        """Start the failed attempt's RecordFailure; `_settle` waits for it."""
+        request = request or binder_pb2.RecordFailureRequest()
+        request.pod_uid = attempt.pod.uid
+        request.message = message
+        with self.observer.within(attempt):
+            call: Awaitable[Any] = asyncio.ensure_future(self.binder.record_failure(request))
+        attempt.failure_sent()
+        return PendingFailure(attempt, call, message, rejectors or set(), error)
+
+    async def _settle(self, failures: list[PendingFailure]) -> None:
+        """Wait for the batch's failures to be committed, then until the queue's replica holds
+        them: the failures' own writes must reach the queue while the pods are still in flight,
+        as in one process, so an update made by a failure itself does not count as a new event.
+        Then the pods go back to the queue."""
+        if not failures:
+            return
+        results = await asyncio.gather(*(f.call for f in failures), return_exceptions=True)
+        for result in results:
+            if not isinstance(result, BaseException):
+                self.written.saw(result.resource_version, result.event_sequence)
+        try:
+            await self.written.caught_up()
+        finally:
+            for failure, result in zip(failures, results, strict=True):
+                attempt = failure.attempt
+                fresh = self.queue.info(attempt.pod.uid)
+                if isinstance(result, BaseException):
+                    log.warning("recording the failure of %s failed: %s", attempt.pod.name, result)
+                    if fresh is not None:
+                        self.queue.add_unschedulable_if_not_present(fresh, set(), error=True, message=str(result))
+                    self._finish(attempt, ERROR)
+                    continue
+                if fresh is not None:  # else deleted meanwhile
+                    self.queue.add_unschedulable_if_not_present(
+                        fresh, failure.rejectors, error=failure.error, message=failure.message
+                    )
+                self._finish(attempt, ERROR if failure.error else UNSCHEDULABLE)

@@ -1,0 +1,447 @@
+"""The queue service's scheduling loop and its batch pipeline (services/podsched_queue/scheduler.py,
+pipeline.py), on fakes of the scheduler's own interfaces to the filter, preemption and binder
+services and a fake clock: no Kafka, no gRPC. The live suites (tests/services) drive the same loop
+against the real services."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from builders import HIGH_PRIORITY, LOW_PRIORITY, MID_PRIORITY, make_pod
+from podsched.api.types import Pod
+from podsched.config.scheduler_config import SchedulerConfig
+from podsched.queue import scheduling_queue as sq
+from podsched_proto.binder.v1 import binder_pb2
+from podsched_proto.events.v1 import events_pb2
+from podsched_proto.filter.v1 import filter_pb2
+from podsched_proto.preemption.v1 import preemption_pb2
+from podsched_queue.instrumentation import AttemptTelemetry
+from podsched_queue.pipeline import (
+    ERROR,
+    REQUEUED,
+    SCHEDULED,
+    UNSCHEDULABLE,
+    Attempt,
+    AttemptState,
+    BatchPipeline,
+    PendingFailure,
+    PipelineError,
+)
+from podsched_queue.scheduler import Scheduler
+
+START = 1_000.0
+INITIAL_BACKOFF = 1.0  # SchedulerConfig's default podInitialBackoffSeconds
+FIT_NOWHERE = "0/2 nodes are available: 2 Insufficient cpu."
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+class FakeFilter:
+    """Places pods in order on the node `nodes` names for each (none: fits nowhere) and, like the
+    filter service, stops after the first pod that fits nowhere."""
+
+    def __init__(self, nodes: dict[str, str]) -> None:
+        self.nodes = nodes  # pod name -> node; absent = fits nowhere
+        self.requests: list[filter_pb2.FindNodesRequest] = []
+        self.names: dict[str, str] = {}  # uid -> name, filled by the test's cluster
+
+    async def find_nodes(self, request: filter_pb2.FindNodesRequest) -> filter_pb2.FindNodesResponse:
+        self.requests.append(request)
+        placements = []
+        for ref in request.pods:
+            node = self.nodes.get(self.names[ref.uid], "")
+            placements.append(
+                filter_pb2.Placement(
+                    node_name=node,
+                    feasible_nodes=1 if node else 0,
+                    evaluated_nodes=2,
+                    message="" if node else FIT_NOWHERE,
+                    rejector_plugins=[] if node else ["NodeResourcesFit"],
+                )
+            )
+            if not node:
+                break
+        return filter_pb2.FindNodesResponse(placements=placements, resource_version=10)
+
+
+class FakePreemption:
+    """Nominates every pod it is asked about to `node`, evicting `victim`; or answers that the
+    filter's outcome is stale."""
+
+    def __init__(self, node: str = "n2", victim: Pod | None = None, stale: bool = False) -> None:
+        self.node, self.victim, self.stale = node, victim, stale
+        self.requests: list[preemption_pb2.PostFilterRunRequest] = []
+
+    async def post_filter_run(
+        self, request: preemption_pb2.PostFilterRunRequest
+    ) -> preemption_pb2.PostFilterRunResponse:
+        self.requests.append(request)
+        if self.stale:
+            stale = preemption_pb2.PostFilterResponse(stale_filter_result=True)
+            return preemption_pb2.PostFilterRunResponse(decisions=[preemption_pb2.RunDecision(decision=stale)])
+        victims = []
+        if self.victim is not None:
+            victims.append(
+                events_pb2.ObjectReference(uid=self.victim.uid, name=self.victim.name, namespace=self.victim.namespace)
+            )
+        decision = preemption_pb2.PostFilterResponse(
+            nominated_node_name=self.node, victims=victims, candidates=1, message=FIT_NOWHERE
+        )
+        return preemption_pb2.PostFilterRunResponse(
+            decisions=[preemption_pb2.RunDecision(filter_result=request.first.filter_result, decision=decision)],
+            resource_version=11,
+        )
+
+
+@dataclass
+class FakeBinder:
+    """Accepts every bind unless `refuse` names the pod; `down` makes every Bind fail as a lost
+    connection does; a Bind waits for `gate` when one is set."""
+
+    refuse: set[str] = field(default_factory=set)
+    down: bool = False
+    gate: asyncio.Event | None = None
+    binds: list[binder_pb2.BindRequest] = field(default_factory=list)
+    failures: list[binder_pb2.RecordFailureRequest] = field(default_factory=list)
+    version: int = 100
+
+    async def bind(self, request: binder_pb2.BindRequest) -> binder_pb2.BindResponse:
+        self.binds.append(request)
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.down:
+            raise ConnectionError("binder unavailable")
+        self.version += 1
+        results = [
+            binder_pb2.BindResult(bound=b.pod_uid not in self.refuse, message="refused") for b in request.bindings
+        ]
+        return binder_pb2.BindResponse(results=results, resource_version=self.version, event_sequence=self.version)
+
+    async def record_failure(self, request: binder_pb2.RecordFailureRequest) -> binder_pb2.RecordFailureResponse:
+        self.failures.append(request)
+        self.version += 1
+        return binder_pb2.RecordFailureResponse(resource_version=self.version, event_sequence=self.version)
+
+
+class FakeWrittenLog:
+    def __init__(self) -> None:
+        self.view_version = 5
+        self.seen: list[int] = []
+
+    def saw(self, version: int, event_sequence: int) -> None:
+        self.seen.append(version)
+        self.view_version = max(self.view_version, version)
+
+    async def caught_up(self) -> None:
+        return None
+
+
+class RecordingTelemetry(AttemptTelemetry):
+    """The service's own instrumentation, with each finished attempt's result kept for the test."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock)
+        self.results: list[tuple[str, str]] = []
+
+    def finished(self, attempt: Attempt) -> None:
+        self.results.append((attempt.pod.name, attempt.result))
+        super().finished(attempt)
+
+
+class Harness:
+    def __init__(
+        self,
+        pods: list[Pod],
+        nodes: dict[str, str],
+        *,
+        batch_size: int = 128,
+        preemption: FakePreemption | None = None,
+        binder: FakeBinder | None = None,
+    ) -> None:
+        self.clock = FakeClock()
+        self.queue = sq.SchedulingQueue(self.clock.time, INITIAL_BACKOFF, 10.0)
+        self.pods = {pod.uid: pod for pod in pods}
+        self.filter = FakeFilter(nodes)
+        self.filter.names = {pod.uid: pod.name for pod in pods}
+        self.preemption = preemption or FakePreemption()
+        self.binder = binder or FakeBinder()
+        self.written = FakeWrittenLog()
+        self.telemetry = RecordingTelemetry(self.clock)
+        self.scheduler = Scheduler(
+            queue=self.queue,
+            pods_by_uid=self.pods.get,
+            scheduler_config=SchedulerConfig(),
+            batch_size=batch_size,
+            filter=self.filter,
+            preemption=self.preemption,
+            binder=self.binder,
+            written=self.written,
+            clock=self.clock,
+            observer=self.telemetry,
+        )
+        for pod in pods:
+            self.queue.add(pod)
+
+    def uid(self, name: str) -> str:
+        return next(uid for uid, pod in self.pods.items() if pod.name == name)
+
+
+def run(test: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    asyncio.run(asyncio.wait_for(test(), timeout=10))
+
+
+def pod(name: str, priority: int) -> Pod:
+    return make_pod(name).priority(priority).req(cpu="1").obj()
+
+
+def test_a_batch_where_every_pod_fits_binds_them_all_in_one_bind() -> None:
+    async def scenario() -> None:
+        h = Harness(
+            [pod("a", HIGH_PRIORITY), pod("b", MID_PRIORITY), pod("c", LOW_PRIORITY)], {"a": "n1", "b": "n2", "c": "n1"}
+        )
+        await h.scheduler.run_once()  # the batch: one FindNodes, its Bind sent and left in flight
+        assert len(h.filter.requests) == 1 and [p.uid for p in h.filter.requests[0].pods] == [
+            h.uid("a"),
+            h.uid("b"),
+            h.uid("c"),
+        ]
+        assert h.scheduler.pipeline.bind is not None
+        await h.scheduler.run_once()  # nothing left to pop: the Bind in flight is drained
+        assert h.scheduler.pipeline.bind is None
+        (bind,) = h.binder.binds
+        assert [(b.pod_uid, b.node_name) for b in bind.bindings] == [
+            (h.uid("a"), "n1"),
+            (h.uid("b"), "n2"),
+            (h.uid("c"), "n1"),
+        ]
+        assert h.telemetry.results == [("a", SCHEDULED), ("b", SCHEDULED), ("c", SCHEDULED)]
+        assert h.binder.failures == [] and h.preemption.requests == []
+        assert h.written.seen == [101]  # the Bind's version: later requests read at least that
+
+    run(scenario)
+
+
+def test_a_pod_that_fits_nowhere_goes_to_post_filter_and_its_decision_is_recorded() -> None:
+    async def scenario() -> None:
+        victim = make_pod("victim").priority(LOW_PRIORITY).node("n2").obj()
+        h = Harness([pod("preemptor", HIGH_PRIORITY)], {}, preemption=FakePreemption("n2", victim))
+        await h.scheduler.run_once()
+        (run_request,) = h.preemption.requests
+        assert run_request.first.pod.uid == h.uid("preemptor")
+        assert run_request.first.filter_result.message == FIT_NOWHERE
+        assert run_request.first.filter_resource_version == 10
+        # The batch's failures settle in the background; the pod is back in the queue once they have.
+        assert h.scheduler.pipeline.settling is not None
+        await h.scheduler.run_once()
+        assert h.scheduler.pipeline.settling is None
+        (failure,) = h.binder.failures
+        assert failure.pod_uid == h.uid("preemptor") and failure.nominated_node_name == "n2"
+        assert list(failure.victim_uids) == [victim.uid] and failure.message == FIT_NOWHERE
+        assert h.queue.location(h.uid("preemptor")) in (sq.UNSCHEDULABLE, sq.BACKOFF)
+        assert h.telemetry.results == [("preemptor", UNSCHEDULABLE)]
+
+    run(scenario)
+
+
+def test_the_next_batch_assumes_the_bind_in_flight_and_the_nominations_still_settling() -> None:
+    async def scenario() -> None:
+        gate = asyncio.Event()
+        h = Harness(
+            [pod("preemptor", HIGH_PRIORITY), pod("placed", MID_PRIORITY), pod("next", LOW_PRIORITY)],
+            {"placed": "n1", "next": "n1"},
+            batch_size=2,
+            binder=FakeBinder(gate=gate),
+        )
+        await h.scheduler.run_once()  # preemptor nominated to n2, then placed on n1 (Bind held)
+        assert [[p.uid for p in r.pods] for r in h.filter.requests] == [
+            [h.uid("preemptor"), h.uid("placed")],
+            [h.uid("placed")],
+        ]
+        assert [(n.pod_uid, n.node_name) for n in h.filter.requests[1].assumed_nominations] == [
+            (h.uid("preemptor"), "n2")
+        ]
+        assert h.scheduler.pipeline.bind is not None and h.scheduler.pipeline.settling is not None
+        gate.set()
+        await h.scheduler.run_once()  # the next batch
+        third = h.filter.requests[2]
+        assert [p.uid for p in third.pods] == [h.uid("next")]
+        assert [(b.pod_uid, b.node_name) for b in third.assumed_binds] == [(h.uid("placed"), "n1")]
+        assert [(n.pod_uid, n.node_name) for n in third.assumed_nominations] == [(h.uid("preemptor"), "n2")]
+        # That batch waited for the previous one to settle: its nominations are no longer assumed.
+        assert h.scheduler.pipeline.settling is None
+        await h.scheduler.run_once()
+        assert sorted(h.telemetry.results) == [("next", SCHEDULED), ("placed", SCHEDULED), ("preemptor", UNSCHEDULABLE)]
+
+    run(scenario)
+
+
+def test_a_failed_bind_sends_its_pods_back_to_the_queue_with_backoff() -> None:
+    async def scenario() -> None:
+        h = Harness(
+            [pod("a", HIGH_PRIORITY), pod("b", LOW_PRIORITY)], {"a": "n1", "b": "n1"}, binder=FakeBinder(down=True)
+        )
+        await h.scheduler.run_once()
+        await h.scheduler.run_once()  # draining the Bind finds the binder down
+        assert h.scheduler.pipeline.bind is None
+        for name in ("a", "b"):
+            assert h.queue.location(h.uid(name)) == sq.BACKOFF
+        assert h.queue.next_backoff_expiry() == START + INITIAL_BACKOFF
+        assert h.telemetry.results == [("a", ERROR), ("b", ERROR)]
+        # The binder is back: the pods are tried again and bound.
+        h.binder.down = False
+        h.clock.now += INITIAL_BACKOFF
+        await h.scheduler.run_once()
+        await h.scheduler.run_once()
+        assert h.telemetry.results[2:] == [("a", SCHEDULED), ("b", SCHEDULED)]
+
+    run(scenario)
+
+
+def test_a_refused_bind_fails_its_pod_and_sends_the_pod_filtered_on_it_back_untried() -> None:
+    async def scenario() -> None:
+        h = Harness([pod("a", HIGH_PRIORITY), pod("b", LOW_PRIORITY)], {"a": "n1"})
+        h.binder.refuse = {h.uid("a")}
+        await h.scheduler.run_once()
+        # b was filtered with a assumed on n1, which the binder refused: no PostFilter on that view.
+        assert h.preemption.requests == []
+        assert h.queue.location(h.uid("b")) == sq.ACTIVE
+        await asyncio.sleep(0)  # a's RecordFailure leaves
+        (failure,) = h.binder.failures
+        assert failure.pod_uid == h.uid("a") and failure.message == "refused"
+        assert h.telemetry.results == [("b", REQUEUED)]
+        await h.scheduler.run_once()  # b's next batch waits for a's failure to settle
+        assert h.telemetry.results[:2] == [("b", REQUEUED), ("a", ERROR)]
+
+    run(scenario)
+
+
+def test_a_stale_filter_result_sends_the_pod_back_untried() -> None:
+    async def scenario() -> None:
+        h = Harness([pod("a", HIGH_PRIORITY)], {}, preemption=FakePreemption(stale=True))
+        await h.scheduler.run_once()
+        assert h.binder.failures == [] and h.scheduler.pipeline.settling is None
+        assert h.queue.location(h.uid("a")) == sq.ACTIVE
+        assert h.telemetry.results == [("a", REQUEUED)]
+
+    run(scenario)
+
+
+def test_unschedulable_leftovers_are_flushed_once_per_interval_of_the_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def scenario() -> None:
+        h = Harness([pod("a", HIGH_PRIORITY)], {}, preemption=FakePreemption(stale=True))
+        calls: list[int] = []
+        flush = h.queue.flush_unschedulable_leftover
+
+        def counted() -> int:
+            calls.append(1)
+            return flush()
+
+        monkeypatch.setattr(h.queue, "flush_unschedulable_leftover", counted)
+        await h.scheduler.run_once()
+        assert calls == []
+        h.clock.now += 30.0
+        await h.scheduler.run_once()
+        assert calls == [1]
+
+    run(scenario)
+
+
+# --- the pipeline's transitions ----------------------------------------------------------------
+
+
+def attempt(name: str = "a") -> Attempt:
+    p = pod(name, LOW_PRIORITY)
+    queue = sq.SchedulingQueue(lambda: START)
+    queue.add(p)
+    info = queue.pop()
+    assert info is not None
+    return Attempt(info, p, START)
+
+
+@pytest.mark.parametrize(
+    ("case", "steps"),
+    [
+        ("a pod not bound cannot be scheduled", ["finish:scheduled"]),
+        ("a pod without a failure sent cannot be unschedulable", ["finish:unschedulable"]),
+        ("a pod in a Bind cannot be requeued", ["bind", "finish:requeued"]),
+        ("a finished attempt cannot finish again", ["finish:requeued", "finish:error"]),
+        ("a finished attempt cannot start a Bind", ["finish:error", "bind"]),
+        ("a settling pod cannot start a Bind", ["fail", "bind"]),
+        ("a settling pod cannot fail again", ["fail", "fail"]),
+        ("an unknown result is refused", ["finish:lost"]),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_illegal_attempt_transitions_raise(case: str, steps: list[str]) -> None:
+    a = attempt()
+    *legal, illegal = steps
+
+    def step(name: str) -> None:
+        if name == "bind":
+            a.bind_started()
+        elif name == "fail":
+            a.failure_sent()
+        else:
+            a.finish(name.partition(":")[2])
+
+    for name in legal:
+        step(name)
+    with pytest.raises(PipelineError):
+        step(illegal)
+
+
+def test_legal_attempt_transitions_end_in_their_result() -> None:
+    paths = {
+        SCHEDULED: ["bind"],
+        UNSCHEDULABLE: ["fail"],
+        ERROR: ["bind", "fail"],
+        REQUEUED: [],
+    }
+    for result, steps in paths.items():
+        a = attempt()
+        for name in steps:
+            (a.bind_started if name == "bind" else a.failure_sent)()
+        assert a.outcome_pending == bool(steps)
+        a.finish(result)
+        assert (a.state, a.result, a.outcome_pending) == (AttemptState.FINISHED, result, False)
+
+
+def test_illegal_pipeline_transitions_raise() -> None:
+    async def scenario() -> None:
+        pipeline = BatchPipeline()
+        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        with pytest.raises(PipelineError):
+            pipeline.finish_bind()
+        with pytest.raises(PipelineError):
+            pipeline.finish_settling()
+        with pytest.raises(PipelineError):
+            pipeline.start_bind([], done)
+        pipeline.start_bind([(attempt("a"), "n1")], done)
+        with pytest.raises(PipelineError):  # at most one Bind in flight
+            pipeline.start_bind([(attempt("b"), "n1")], done)
+        batch = pipeline.begin_batch()
+        with pytest.raises(PipelineError):  # nothing to settle
+            pipeline.start_settling(batch, done)
+        failed = attempt("c")
+        failed.failure_sent()
+        batch.failures.append(PendingFailure(failed, done, "message", set(), error=False))
+        pipeline.start_settling(batch, done)
+        with pytest.raises(PipelineError):  # at most one batch settling
+            pipeline.start_settling(batch, done)
+        done.cancel()
+
+    run(scenario)
