@@ -17,7 +17,9 @@ help:
 	@echo "make up / down  - start / stop the whole system in the background (state kept in .cache/devstack)"
 	@echo "make jaeger-install - build Jaeger v2 from the Go module proxy into ~/.cache/podsched (needs Go 1.24+; ~10 min, once)"
 	@echo "make simulate   - the example in one process on a simulated clock (podsched simulate)"
-	@echo "make test       - lint, then the whole test suite against a real Kafka broker and a real Jaeger"
+	@echo "make test       - lint, then the whole test suite against a real Kafka broker, a real Jaeger and the real upstream kube-scheduler"
+	@echo "make test-upstream N=1000 - podsched simulate against the real kube-scheduler v1.37.2 on N random clusters (tests/oracle)"
+	@echo "make oracle-install - build the upstream kube-scheduler oracle from the Go module proxy into ~/.cache/podsched (~7 min, once)"
 	@echo "make bench-core - scheduling-core micro benchmarks (plain vs fast path), JSON lines"
 	@echo "make bench      - upstream scheduler_perf workloads end to end through the services and Kafka (WORKLOAD=name for one)"
 	@echo "make bench-ab   - two commits compared with interleaved bench runs (BASE=rev, HEAD=rev or the working tree)"
@@ -54,7 +56,7 @@ jaeger-install: $(STAMP)
 oracle-install: $(STAMP)
 	$(PY) -m podsched_devstack.upstream install
 
-test: lint protos kafka-install jaeger-install
+test: lint protos kafka-install jaeger-install oracle-install
 	$(PY) -m pytest -q
 
 test-unit: $(STAMP) protos
