@@ -124,6 +124,19 @@ def _host_ports(pod: Pod) -> list[tuple[str, str, int]]:
     return ports
 
 
+def _swap_remove(pod_infos: list[PodInfo], uid: str) -> PodInfo | None:
+    """Remove the pod with this UID the way upstream's removeFromSlice (framework/types.go) does: the
+    last pod takes the removed pod's slot. The order of a node's pods is observable: preemption takes
+    equally important victims in it (a stable sort of the node's pods), so it must follow upstream's."""
+    for i, info in enumerate(pod_infos):
+        if info.pod.uid == uid:
+            last = pod_infos.pop()
+            if i < len(pod_infos):
+                pod_infos[i] = last
+            return info
+    return None
+
+
 class NodeInfo:
     """Everything Filter/Score know about one node. Mutated only on clones during what-ifs or by the
     cache that owns it."""
@@ -180,14 +193,12 @@ class NodeInfo:
 
     def remove_pod(self, pod: Pod) -> bool:
         """Remove the pod with this UID; False if it is not on the node."""
-        index = next((i for i, info in enumerate(self.pods) if info.pod.uid == pod.uid), -1)
-        if index < 0:
+        removed_info = _swap_remove(self.pods, pod.uid)
+        if removed_info is None:
             return False
-        removed = self.pods.pop(index).pod
-        self.pods_with_affinity = [p for p in self.pods_with_affinity if p.pod.uid != pod.uid]
-        self.pods_with_required_anti_affinity = [
-            p for p in self.pods_with_required_anti_affinity if p.pod.uid != pod.uid
-        ]
+        removed = removed_info.pod
+        _swap_remove(self.pods_with_affinity, pod.uid)
+        _swap_remove(self.pods_with_required_anti_affinity, pod.uid)
         self.requested.sub(pod_requests(removed))
         self.requested.allowed_pod_number -= 1
         cpu, memory = non_zero_requests(removed)
