@@ -223,3 +223,23 @@ def test_in_flight_events_give_each_pod_exactly_the_events_since_it_was_popped(
             assert sorted(events.end(uid)) == sorted(model.pop(uid, []))
     for uid in list(model):
         assert sorted(events.end(uid)) == sorted(model.pop(uid))
+
+
+def test_equal_priority_pods_requeued_at_the_same_instant_come_out_in_the_order_they_failed() -> None:
+    # PrioritySort's Less compares Timestamps; on a moving clock the pod that failed last has the
+    # latest one, whatever order a later event moves the pool in (here: the order pods were first seen).
+    clock = FakeClock()
+    queue = new_queue(clock)
+    pods = [make_pod(name).priority(HIGH_PRIORITY).obj() for name in ("a", "b", "c")]
+    for pod in pods:
+        queue.add(pod)
+    for _ in pods:
+        assert fail(queue, {names.NODE_RESOURCES_FIT}) == sq.UNSCHEDULABLE
+    queue.activate(pods[0].uid)  # "a" is tried again and fails again, at the same instant
+    assert fail(queue, {names.NODE_RESOURCES_FIT}) == sq.UNSCHEDULABLE
+    clock.now += 30  # backoff over: the event sends them all to activeQ
+    assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 3
+    order = []
+    while (info := queue.pop()) is not None:
+        order.append(info.pod.name)
+    assert order == ["b", "c", "a"]

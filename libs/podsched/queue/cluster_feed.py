@@ -31,7 +31,7 @@ def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
         assert new is None or isinstance(new, Pod)
         if change.type == ADDED and new is not None:
             if new.spec.node_name:
-                queue.on_event(sq.ASSIGNED_POD_ADD)
+                queue.on_event(sq.PodEvent(sq.ASSIGNED_POD_ADD, None, new))
             elif new.status.phase == POD_PENDING:
                 queue.add(new)
         elif change.type == MODIFIED and old is not None and new is not None:
@@ -40,13 +40,18 @@ def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
             elif not old.spec.node_name:
                 queue.done(new.uid)
                 queue.nominator.remove(new)
-                queue.on_event(sq.ASSIGNED_POD_ADD)
-            else:
-                queue.on_event(sq.ASSIGNED_POD_UPDATE)
+                queue.on_event(sq.PodEvent(sq.ASSIGNED_POD_ADD, None, new))
+            elif old.labels != new.labels:
+                # PodSchedulingPropertiesChange (framework/events.go) classifies an assigned pod's
+                # update; the plugins here register AssignedPod only for UpdatePodLabel (and
+                # NodeResourcesFit for scale-down, which podsched does not allow), so any other
+                # update (a victim's DisruptionTarget condition and deletionTimestamp, a status
+                # change) is the general Update that moves no pod.
+                queue.on_event(sq.PodEvent(sq.ASSIGNED_POD_UPDATE, old, new))
         elif change.type == REMOVED and old is not None:
             queue.delete(old)
             if old.spec.node_name:
-                queue.on_event(sq.ASSIGNED_POD_DELETE)
+                queue.on_event(sq.PodEvent(sq.ASSIGNED_POD_DELETE, old, None))
 
     return on_change
 

@@ -11,9 +11,11 @@ import heapq
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+from podsched.api.labels import selector_matches
 from podsched.api.types import Pod
-from podsched.framework.node_info import PodInfo
+from podsched.framework.node_info import AffinityTerm, PodInfo, resolve_affinity_term
 from podsched.plugins import names
 from podsched.queue.nominator import Nominator
 
@@ -27,7 +29,7 @@ BACKOFF_FLUSH_INTERVAL = 1.0
 NODE_ADD = "NodeAdd"
 NODE_UPDATE = "NodeUpdate"
 ASSIGNED_POD_ADD = "AssignedPodAdd"
-ASSIGNED_POD_UPDATE = "AssignedPodUpdate"
+ASSIGNED_POD_UPDATE = "AssignedPodUpdate"  # AssignedPod/UpdatePodLabel: the labels of a bound pod changed
 ASSIGNED_POD_DELETE = "AssignedPodDelete"
 UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
 FORCE_ACTIVATE = "ForceActivate"
@@ -50,16 +52,85 @@ EVENTS_BY_PLUGIN: dict[str, frozenset[str]] = {
 }
 
 
-def plugin_cares(plugin: str, event: str) -> bool:
-    if event in (WILDCARD, UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
+class PodEvent(NamedTuple):
+    """An assigned pod's add, label update or delete, with the pod before and after (None when
+    absent): what a plugin's queueing hint looks at."""
+
+    name: str
+    old: Pod | None
+    new: Pod | None
+
+
+Event = str | PodEvent
+
+
+def _term_matches_for_hint(term: AffinityTerm, pod: Pod) -> bool:
+    """AffinityTerm.Matches(pod, nil) as the queueing hint calls it: no namespace labels, so a
+    namespaceSelector matches only if it matches an empty label set."""
+    if pod.namespace not in term.namespaces and not (
+        term.namespace_selector is not None and selector_matches(term.namespace_selector, {})
+    ):
+        return False
+    return selector_matches(term.selector, pod.labels)
+
+
+def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
+    return bool(terms) and all(_term_matches_for_hint(t, pod) for t in terms)
+
+
+def _matches_any(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
+    return any(_term_matches_for_hint(t, pod) for t in terms)
+
+
+def inter_pod_affinity_hint(pod_info: PodInfo, event: PodEvent) -> bool:
+    """InterPodAffinity.isSchedulableAfterAssignedPodChange (interpodaffinity/plugin.go): True is
+    Queue. An added pod helps only if it matches all of the pod's required affinity terms; a deleted
+    one only if it matches one of its anti-affinity terms, or the pod matches one of the deleted
+    pod's; an update only if it starts matching the affinity or stops matching the anti-affinity."""
+    old, new = event.old, event.new
+    if (new is not None and not new.spec.node_name and not new.status.nominated_node_name) or (
+        old is not None and not old.spec.node_name and not old.status.nominated_node_name
+    ):
+        return False
+    terms = pod_info.required_affinity_terms
+    anti_terms = pod_info.required_anti_affinity_terms
+    if old is not None and new is not None:
+        return (not _matches_all(terms, old) and _matches_all(terms, new)) or (
+            _matches_any(anti_terms, old) and not _matches_any(anti_terms, new)
+        )
+    if new is not None:
+        return _matches_all(terms, new)
+    if old is None:
         return True
-    return event in EVENTS_BY_PLUGIN.get(plugin, frozenset())
+    if _matches_any(anti_terms, old):
+        return True
+    anti = old.spec.affinity.pod_anti_affinity if old.spec.affinity else None
+    old_anti_terms = tuple(resolve_affinity_term(old, t) for t in anti.required) if anti else ()
+    return _matches_any(old_anti_terms, pod_info.pod)
+
+
+def plugin_cares(plugin: str, event: Event, pod_info: PodInfo | None = None) -> bool:
+    """Whether `event` may make a pod `plugin` rejected schedulable: the plugin registered for it
+    (EventsToRegister) and, where podsched has the plugin's queueing hint, the hint says Queue."""
+    name = event.name if isinstance(event, PodEvent) else event
+    if name in (WILDCARD, UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
+        return True
+    if name not in EVENTS_BY_PLUGIN.get(plugin, frozenset()):
+        return False
+    if plugin == names.INTER_POD_AFFINITY and isinstance(event, PodEvent) and pod_info is not None:
+        return inter_pod_affinity_hint(pod_info, event)
+    return True
 
 
 @dataclass(slots=True)
 class QueuedPodInfo:
     pod_info: PodInfo
     timestamp: float  # when the pod was last (re-)added to the queue: the PrioritySort tie-break
+    # The order in which `timestamp` was set, across pods: on a moving clock (a real cluster; the
+    # oracle steps its fake clock per object and per cycle) a pod re-added later has a later
+    # Timestamp, so PrioritySort's Less takes it after its equals even where the simulated clock
+    # has not moved.
+    stamp: int = 0
     attempts: int = 0
     initial_attempt_timestamp: float | None = None
     unschedulable_plugins: set[str] = field(default_factory=set)
@@ -90,16 +161,16 @@ class InFlightEvents:
     TRIM_AT = 4096  # log entries before the ones no in-flight pod needs are dropped
 
     def __init__(self) -> None:
-        self._log: list[str] = []
+        self._log: list[Event] = []
         self._base = 0  # the absolute position of _log[0]
         self._start: dict[str, int] = {}  # uid -> absolute position of its first missed event
-        self._own: dict[str, list[str]] = {}  # events for one pod only (a forced activation)
+        self._own: dict[str, list[Event]] = {}  # events for one pod only (a forced activation)
 
     def begin(self, uid: str) -> None:
         self._start[uid] = self._base + len(self._log)
         self._own.pop(uid, None)
 
-    def record(self, event: str) -> None:
+    def record(self, event: Event) -> None:
         if self._start:
             self._log.append(event)
 
@@ -107,7 +178,7 @@ class InFlightEvents:
         if uid in self._start:
             self._own.setdefault(uid, []).append(event)
 
-    def end(self, uid: str) -> list[str]:
+    def end(self, uid: str) -> list[Event]:
         """The events the pod missed since `begin` (empty if it was not in flight); it no longer is."""
         start = self._start.pop(uid, None)
         if start is None:
@@ -141,8 +212,9 @@ class SchedulingQueue:
         self.pop_from_backoff_q = pop_from_backoff_q
         self.nominator = Nominator()
         self._seq = itertools.count()
-        self._active: list[tuple[int, float, int, str]] = []
-        self._backoff: list[tuple[float, int, float, int, str]] = []
+        self._stamps = itertools.count(1)
+        self._active: list[tuple[int, float, int, int, str]] = []
+        self._backoff: list[tuple[float, int, float, int, int, str]] = []
         self._where: dict[str, str] = {}  # uid -> ACTIVE / BACKOFF / UNSCHEDULABLE / IN_FLIGHT
         # The pods in unschedulablePods, each with the order it first entered `_where`: events scan
         # only these (not every pending pod), in the order a scan of `_where` would visit them.
@@ -176,14 +248,16 @@ class SchedulingQueue:
         uid = info.pod.uid
         self._entry_seq[uid] = seq
         self._place(uid, ACTIVE)
-        heapq.heappush(self._active, (-info.priority, info.timestamp, seq, uid))
+        heapq.heappush(self._active, (-info.priority, info.timestamp, info.stamp, seq, uid))
 
     def _push_backoff(self, info: QueuedPodInfo) -> None:
         seq = next(self._seq)
         uid = info.pod.uid
         self._entry_seq[uid] = seq
         self._place(uid, BACKOFF)
-        heapq.heappush(self._backoff, (self.backoff_expiry(info), -info.priority, info.timestamp, seq, uid))
+        heapq.heappush(
+            self._backoff, (self.backoff_expiry(info), -info.priority, info.timestamp, info.stamp, seq, uid)
+        )
 
     def backoff_duration(self, info: QueuedPodInfo) -> float:
         """initial * 2^(attempts-1), capped at max; 0 before the first attempt."""
@@ -214,7 +288,7 @@ class SchedulingQueue:
     def add(self, pod: Pod) -> None:
         """A new pending pod enters activeQ."""
         pod_info = PodInfo(pod)
-        info = QueuedPodInfo(pod_info, timestamp=self.clock())
+        info = QueuedPodInfo(pod_info, timestamp=self.clock(), stamp=next(self._stamps))
         self._infos[pod.uid] = info
         self._push_active(info)
         self.nominator.add(pod_info)
@@ -247,7 +321,7 @@ class SchedulingQueue:
         delete for them (upstream's updatePodInSchedulingQueue and deletePodFromSchedulingQueue:
         MoveAllToActiveOrBackoffQueue(AssignedPodDelete) with getLEPriorityPreCheck)."""
         priority = pod.priority
-        self.on_event(ASSIGNED_POD_DELETE, pre_check=lambda other: other.priority <= priority)
+        self.on_event(PodEvent(ASSIGNED_POD_DELETE, pod, None), pre_check=lambda other: other.priority <= priority)
 
     def delete(self, pod: Pod) -> None:
         known = self._infos.pop(pod.uid, None) is not None
@@ -271,7 +345,7 @@ class SchedulingQueue:
 
     def _pop_heap_active(self) -> QueuedPodInfo | None:
         while self._active:
-            _, _, seq, uid = heapq.heappop(self._active)
+            _, _, _, seq, uid = heapq.heappop(self._active)
             if self._entry_seq.get(uid) == seq and self._where.get(uid) == ACTIVE:
                 return self._infos[uid]
         return None
@@ -279,7 +353,7 @@ class SchedulingQueue:
     def _pop_heap_backoff(self, only_expired: bool) -> QueuedPodInfo | None:
         now = self.clock()
         while self._backoff:
-            expiry, _, _, seq, uid = self._backoff[0]
+            expiry, _, _, _, seq, uid = self._backoff[0]
             if self._entry_seq.get(uid) != seq or self._where.get(uid) != BACKOFF:
                 heapq.heappop(self._backoff)
                 continue
@@ -346,6 +420,7 @@ class SchedulingQueue:
             return ""  # deleted while in flight
         now = self.clock()
         info.timestamp = now
+        info.stamp = next(self._stamps)
         info.last_failure_message = message
         events = self._in_flight.end(uid)
         if error or not rejector_plugins:
@@ -354,7 +429,7 @@ class SchedulingQueue:
             return BACKOFF
         info.consecutive_errors = 0
         info.unschedulable_plugins = set(rejector_plugins)
-        if any(plugin_cares(p, e) for e in events for p in rejector_plugins):
+        if any(plugin_cares(p, e, info.pod_info) for e in events for p in rejector_plugins):
             self._requeue(info)
             return self._where[uid]
         info.unschedulable_since = now
@@ -363,7 +438,7 @@ class SchedulingQueue:
 
     # --- events -------------------------------------------------------------------------------
 
-    def on_event(self, event: str, pre_check: Callable[[Pod], bool] | None = None) -> int:
+    def on_event(self, event: Event, pre_check: Callable[[Pod], bool] | None = None) -> int:
         """A cluster event: record it for pods in flight, and move the unschedulable pods (those
         `pre_check` accepts, if given) whose rejector plugins care about it. Returns how many moved."""
         self._in_flight.record(event)
@@ -372,7 +447,7 @@ class SchedulingQueue:
             info = self._infos[uid]
             if pre_check is not None and not pre_check(info.pod):
                 continue
-            if any(plugin_cares(plugin, event) for plugin in info.unschedulable_plugins):
+            if any(plugin_cares(plugin, event, info.pod_info) for plugin in info.unschedulable_plugins):
                 self._requeue(info)
                 moved += 1
         return moved
@@ -406,5 +481,5 @@ class SchedulingQueue:
         return counts
 
     def next_backoff_expiry(self) -> float | None:
-        live = [e for e in self._backoff if self._entry_seq.get(e[4]) == e[3] and self._where.get(e[4]) == BACKOFF]
+        live = [e for e in self._backoff if self._entry_seq.get(e[5]) == e[4] and self._where.get(e[5]) == BACKOFF]
         return min((e[0] for e in live), default=None)
