@@ -13,7 +13,10 @@ last tie is arbitrary), while podsched takes the first node. So when upstream's 
 oracle runs that cluster again, up to --reruns times in all: if one of its runs gives exactly podsched's
 outcome, podsched's choice is one upstream makes itself (a tie, shown rather than assumed); if none does,
 it is a difference, written as replayable files: DIR/<id>/step0.yaml ... plus podsched.json,
-upstream.json and diff.txt.
+upstream.json and diff.txt. Before that, two more ways to show a tie: podsched with random tie-breaks
+giving one of upstream's outcomes, or the first decision where podsched and upstream seed 1 part binding
+one pod to a node upstream's own `-v 10` scores rank equal to upstream's choice (large clusters, where
+no few runs hit the whole combination of such choices).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import json
 import os
 import queue
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,12 +37,13 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 # Imported before hypothesis draws in its own thread (generate): numpy half-imported by one thread
 # while hypothesis looks it up in sys.modules from another breaks the draw.
-from podsched.simulator.engine import Simulator
+from podsched.simulator.engine import SIMULATION_EPOCH, Simulator
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "bench-results" / "upstream-diff"
@@ -341,6 +346,122 @@ def _settle_by_podsched_ties(verdict: Verdict, attempts: int) -> bool:
     return False
 
 
+# One scheduling decision, in order: ("bind" or "nominate", "namespace/name", node).
+Decision = tuple[str, str, str]
+_ASSIGNED = re.compile(r"^Successfully assigned (\S+) to (\S+)$")
+_NOMINATED = re.compile(r"^Nominated to node (\S+)")
+_KLOG_PAIRS = re.compile(r'(\w+)=(?:"([^"]*)"|(\S+))')
+
+
+def podsched_decisions(result: dict[str, Any]) -> list[Decision]:
+    """podsched's binds and nominations from its simulate events, in the order `_in_order` gives."""
+    timed: list[tuple[int, str, str, str]] = []
+    for event in result.get("events", []):
+        involved = event.get("involvedObject", {})
+        pod = f"{involved.get('namespace', 'default')}/{involved.get('name', '')}"
+        message = event.get("message", "")
+        if event.get("reason") == "Scheduled" and (match := _ASSIGNED.match(message)):
+            timed.append((_second(event), "bind", match.group(1), match.group(2)))
+        elif event.get("reason") == "Nominated" and (match := _NOMINATED.match(message)):
+            timed.append((_second(event), "nominate", pod, match.group(1)))
+    return _in_order(timed)
+
+
+def _second(event: dict[str, Any]) -> int:
+    """The event's whole second of simulated time, as the oracle counts it (from the same epoch)."""
+    when = datetime.fromisoformat(event["eventTime"].replace("Z", "+00:00")).timestamp()
+    return int(when - SIMULATION_EPOCH)
+
+
+def upstream_decisions(answer: dict[str, Any]) -> list[Decision]:
+    """Upstream's binds and nominations, in the order `_in_order` gives."""
+    timed = [
+        (entry["time"], kind, f"{entry['namespace']}/{entry['name']}", entry["node"])
+        for kind, key in (("nominate", "nominations"), ("bind", "binds"))
+        for entry in answer.get(key) or []
+    ]
+    return _in_order(timed)
+
+
+def _in_order(timed: list[tuple[int, str, str, str]]) -> list[Decision]:
+    """By time; the oracle reports whole seconds and keeps binds and nominations apart, so within one
+    second both sides are put in the same canonical order: nominations, then binds, each as reported."""
+    ordered = sorted(enumerate(timed), key=lambda item: (item[1][0], item[1][1] != "nominate", item[0]))
+    return [(kind, pod, node) for _, (_, kind, pod, node) in ordered]
+
+
+def bound_attempt_scores(log: str) -> dict[str, list[dict[str, int]]]:
+    """From the oracle's `-v 10` log: for each pod, per bind in order, the final score of every node
+    in the attempt that bound it (prioritizeNodes' "Calculated node's final score for pod")."""
+    current: dict[str, dict[str, int]] = {}
+    bound: dict[str, list[dict[str, int]]] = {}
+    for line in log.splitlines():
+        if '"Attempting to schedule pod"' in line:
+            fields = _klog_fields(line)
+            current[fields.get("pod", "")] = {}
+        elif '"Calculated node\'s final score for pod"' in line:
+            fields = _klog_fields(line)
+            current.setdefault(fields.get("pod", ""), {})[fields.get("node", "")] = int(fields.get("score", "0"))
+        elif '"Successfully bound pod to node"' in line:
+            pod = _klog_fields(line).get("pod", "")
+            bound.setdefault(pod, []).append(current.get(pod, {}))
+    return bound
+
+
+def _klog_fields(line: str) -> dict[str, str]:
+    message_end = line.find('" ', line.find('] "') + 3)
+    return {
+        m.group(1): m.group(2) if m.group(2) is not None else m.group(3)
+        for m in _KLOG_PAIRS.finditer(line, message_end)
+    }
+
+
+def first_divergence_tie(ours: list[Decision], answer: dict[str, Any], log: str) -> str:
+    """Why the first decision where podsched and this upstream run part is a tie, or "" if it is not
+    one: it must bind the same pod to different nodes, and upstream's final scores in the attempt
+    that bound it must give podsched's node the same, maximal, score as upstream's node. Decisions
+    after it may differ: from there on the two clusters are in different states."""
+    theirs = upstream_decisions(answer)
+    for index, (mine, other) in enumerate(zip(ours, theirs, strict=False)):
+        if mine == other:
+            continue
+        kind, pod, node = mine
+        if kind != "bind" or other[0] != "bind" or other[1] != pod:
+            return ""
+        occurrence = sum(1 for d in theirs[:index] if d[0] == "bind" and d[1] == pod)
+        attempts = bound_attempt_scores(log).get(pod, [])
+        if occurrence >= len(attempts):
+            return ""
+        scores = attempts[occurrence]
+        best = max(scores.values(), default=None)
+        if best is None or scores.get(other[2]) != best or scores.get(node) != best:
+            return ""
+        return (
+            f"decision {index + 1} binds {pod} to {node} (podsched) or {other[2]} (upstream seed 1), both "
+            f"with upstream's maximal final score {best}"
+        )
+    return ""
+
+
+def _settle_by_first_divergence(verdict: Verdict, binary: Path) -> bool:
+    """Large clusters with many pods, each with many equally scored nodes: no few upstream runs hit
+    podsched's whole combination. Shown pod by pod instead, at the first divergence from upstream
+    seed 1, from the scores upstream itself logs at verbosity 10."""
+    assert verdict.podsched is not None
+    with tempfile.TemporaryDirectory(prefix="podsched-divergence-") as tmp:
+        args: list[str] = [str(binary), "-seed", "1", "-v", "10"]
+        for index, text in enumerate(verdict.texts):
+            (Path(tmp) / f"step{index}.yaml").write_text(text)
+            args += ["-f", str(Path(tmp) / f"step{index}.yaml")]
+        run = subprocess.run(args, capture_output=True, text=True, encoding="utf-8", timeout=600, check=False)
+    if run.returncode != 0:
+        return False
+    why = first_divergence_tie(podsched_decisions(verdict.podsched.result), json.loads(run.stdout), run.stderr)
+    if why:
+        verdict.kind, verdict.tie = TIE, f"tie at the first divergence, shown by upstream's scores: {why}"
+    return bool(why)
+
+
 def describe(verdict: Verdict) -> str:
     """What differs, pod by pod, against each distinct upstream outcome."""
     lines = []
@@ -427,6 +548,7 @@ class Tally:
     ties: int = 0
     differences: int = 0
     ties_by_podsched: int = 0  # shown by podsched's random tie-breaks rather than by upstream's runs
+    ties_by_scores: int = 0  # shown at the first divergence by upstream's own scores
     upstream_varied: int = 0
     podsched_seconds: float = 0.0
     verdicts: list[Verdict] = field(default_factory=list)  # differences only
@@ -438,6 +560,7 @@ class Tally:
         elif verdict.kind == TIE:
             self.ties += 1
             self.ties_by_podsched += verdict.tie.startswith("podsched")
+            self.ties_by_scores += verdict.tie.startswith("tie at the first divergence")
         else:
             self.differences += 1
             self.verdicts.append(verdict)
@@ -502,8 +625,8 @@ def compare_clusters(
     for verdict in unsettled:
         for run in range(first_runs, reruns):
             verdict.upstream.append(oracle.answer(f"{verdict.cluster_id}#{run}"))
-        if not _settle(verdict):
-            _settle_by_podsched_ties(verdict, tie_attempts)
+        if not _settle(verdict) and not _settle_by_podsched_ties(verdict, tie_attempts):
+            _settle_by_first_divergence(verdict, oracle.binary)
         _record(tally, verdict, out_dir, progress, total)
     return tally
 
@@ -586,8 +709,9 @@ def _report(tally: Tally, oracle: Oracle, started: float, first_runs: int, rerun
         print(f"difference: {where}" + (f" ({first[0]})" if verdict.problem and first else ""))
     elapsed = time.monotonic() - started
     print(
-        f"ties: {tally.ties - tally.ties_by_podsched} shown by an upstream run giving podsched's outcome, "
-        f"{tally.ties_by_podsched} by podsched with random tie-breaks giving an upstream outcome"
+        f"ties: {tally.ties - tally.ties_by_podsched - tally.ties_by_scores} shown by an upstream run giving "
+        f"podsched's outcome, {tally.ties_by_podsched} by podsched with random tie-breaks giving an upstream "
+        f"outcome, {tally.ties_by_scores} at the first divergence by upstream's own scores"
     )
     print(
         f"upstream answered differently across its own runs on {tally.upstream_varied} clusters "
