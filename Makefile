@@ -80,8 +80,7 @@ simulate: $(STAMP)
 # podsched simulate against the real upstream kube-scheduler on N random clusters (tests/oracle/README.md);
 # SEED=s repeats a run. Builds the upstream oracle first if needed (~7 min once).
 N ?= 1000
-test-upstream: $(STAMP)
-	$(PY) -m podsched_devstack.upstream install
+test-upstream: oracle-install
 	$(PY) -m tests.oracle.differential --count $(N) $(if $(SEED),--seed $(SEED))
 
 bench-core: $(STAMP)
