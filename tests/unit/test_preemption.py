@@ -455,6 +455,20 @@ def test_preempt_clears_lower_priority_nominations_on_the_chosen_node() -> None:
     assert [p.name for p in outcome.result.lower_priority_nominated_pods] == ["lower"]
 
 
+def test_preempt_whose_victims_are_all_terminating_clears_no_nomination() -> None:
+    # executor.go prepareCandidateAsync: nothing to evict, so it returns before clearing nominations.
+    n1 = make_node("n1").capacity(**SMALL_NODE).obj()
+    terminating = [
+        make_pod(f"n1-low{i}").priority(LOW_PRIORITY).req(cpu="1").node("n1").start_time(EARLY).terminating().obj()
+        for i in range(4)
+    ]
+    lower = make_pod("lower").priority(MID_PRIORITY).req(cpu="1").nominated("n1").obj()
+    outcome = run_preempt([n1], [*terminating, lower], make_pod("p").priority(HIGH_PRIORITY).req(cpu="2").obj())
+    assert outcome.result.nominated_node_name == "n1"
+    assert outcome.result.victims and all(v.metadata.deletion_timestamp is not None for v in outcome.result.victims)
+    assert outcome.result.lower_priority_nominated_pods == []
+
+
 def test_preempt_without_candidates_clears_the_nomination_and_explains_per_node() -> None:
     n1 = make_node("n1").capacity(**SMALL_NODE).obj()
     n2 = make_node("n2").capacity(**SMALL_NODE).obj()

@@ -164,6 +164,19 @@ def test_clearing_a_nomination_requeues_the_waiting_pod() -> None:
     assert queue.nominator.nominated_node(cleared) == ""
 
 
+def test_a_cleared_nomination_moves_the_pod_only_through_its_rejectors_hints() -> None:
+    # Upstream's Update sees a status-only change (the general Pod/Update no plugin registers for):
+    # the pod stays in the pool; the nomination leaving the node is then an AssignedPodDelete for the
+    # pods of lower or equal priority, the pod itself included, which NodeResourcesFit registers
+    # for and NodeAffinity does not.
+    queue = new_queue(FakeClock())
+    pod = make_pod("p").nominated("n1").obj()
+    queue.add(pod)
+    fail(queue, {names.NODE_AFFINITY})
+    queue.update(pod, make_pod("p").uid(pod.uid).obj())
+    assert queue.location(pod.uid) == sq.UNSCHEDULABLE
+
+
 def test_nominator_keeps_a_scheduler_nomination_across_unrelated_updates_and_ignores_bound_pods() -> None:
     nominator = Nominator()
     pod = make_pod("p").obj()

@@ -80,6 +80,7 @@ from podsched.preemption.evaluator import (
     PreemptionOutcome,
     calculate_num_candidates,
 )
+from podsched.preemption.executor import nominations_to_clear
 from podsched.preemption.tie_breaks import Candidate
 from podsched.preemption.victims import NO_VICTIMS_MESSAGE
 from podsched.queue.nominator import Nominator
@@ -967,13 +968,7 @@ class FastSchedulingAlgorithm:
         best = candidates[_pick_one(chosen)]
 
         # 6. What the caller must actuate: victims, and lower-priority pods nominated to the node.
-        lower_nominated: list[Pod] = []
-        if nominator is not None:
-            lower_nominated = [
-                pi.pod
-                for pi in nominator.nominated_pods_for_node(best.node_name)
-                if pi.pod.priority < pod.priority and pi.pod.uid != pod.uid
-            ]
+        lower_nominated = nominations_to_clear(nominator, pod, best.node_name, best.victims)
         result = PostFilterResult(best.node_name, list(best.victims), lower_nominated)
         return PreemptionOutcome(result, Status(Code.SUCCESS), candidates)
 

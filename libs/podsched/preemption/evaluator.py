@@ -19,6 +19,7 @@ from podsched.framework.node_info import NodeInfo, Snapshot
 from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
 from podsched.preemption.eligibility import pod_eligible_to_preempt_others
+from podsched.preemption.executor import nominations_to_clear
 from podsched.preemption.tie_breaks import Candidate, default_score_funcs, pick_one_node_for_preemption
 from podsched.preemption.victims import NodeVictims, select_victims_on_node
 from podsched.scheduler.fit_error import FitError
@@ -178,12 +179,6 @@ class Evaluator:
             return PreemptionOutcome(None, Status(Code.UNSCHEDULABLE, [NO_CANDIDATE_MESSAGE]))
 
         # 6. What the caller must actuate: victims, and lower-priority pods nominated to the node.
-        lower_nominated: list[Pod] = []
-        if nominator is not None:
-            lower_nominated = [
-                pi.pod
-                for pi in nominator.nominated_pods_for_node(best.node_name)
-                if pi.pod.priority < pod.priority and pi.pod.uid != pod.uid
-            ]
+        lower_nominated = nominations_to_clear(nominator, pod, best.node_name, best.victims)
         result = PostFilterResult(best.node_name, list(best.victims), lower_nominated)
         return PreemptionOutcome(result, Status(Code.SUCCESS), candidates)

@@ -303,10 +303,10 @@ class SchedulingQueue:
         info.pod_info = pod_info
         self.nominator.update(old, pod_info)
         where = self._where.get(new.uid)
-        # A changed spec may fit now; a cleared nomination means "look elsewhere" (a higher-priority
-        # pod took the node this pod was nominated to).
-        nomination_cleared = bool(old.status.nominated_node_name) and not new.status.nominated_node_name
-        if where == UNSCHEDULABLE and (old.spec != new.spec or nomination_cleared):
+        # A changed spec may fit now. A status-only change (a nomination set or cleared) is the
+        # general Pod/Update no plugin registers for: the pod stays where it is, and a nomination
+        # that left its node moves it below only if its rejectors care (as upstream's Update).
+        if where == UNSCHEDULABLE and old.spec != new.spec:
             self._requeue(info)
         elif where == ACTIVE:
             self._push_active(info)
