@@ -11,10 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from podsched.api.labels import selector_matches
 from podsched.api.types import Node, Pod
 from podsched.framework.cycle_state import CycleState
+from podsched.framework.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    ASSIGNED_POD_UPDATE,
+    NODE_ADD,
+    NODE_UPDATE,
+    ClusterEventWithHint,
+    PodEvent,
+)
 from podsched.framework.interface import MAX_NODE_SCORE, PreFilterExtensions, PreFilterResult
-from podsched.framework.node_info import AffinityTerm, NodeInfo, PodInfo, WeightedAffinityTerm
+from podsched.framework.node_info import AffinityTerm, NodeInfo, PodInfo, WeightedAffinityTerm, resolve_affinity_term
 from podsched.framework.status import Code, Status
 from podsched.plugins import names
 
@@ -218,6 +228,54 @@ class _PreScoreState:
     topology_score: ScoreMap
 
 
+# --- queueing hint ---------------------------------------------------------------------------------
+
+
+def _term_matches_for_hint(term: AffinityTerm, pod: Pod) -> bool:
+    """AffinityTerm.Matches(pod, nil) as the queueing hint calls it: no namespace labels, so a
+    namespaceSelector matches only if it matches an empty label set."""
+    if pod.namespace not in term.namespaces and not (
+        term.namespace_selector is not None and selector_matches(term.namespace_selector, {})
+    ):
+        return False
+    return selector_matches(term.selector, pod.labels)
+
+
+def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
+    return bool(terms) and all(_term_matches_for_hint(t, pod) for t in terms)
+
+
+def _matches_any(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
+    return any(_term_matches_for_hint(t, pod) for t in terms)
+
+
+def is_schedulable_after_assigned_pod_change(pod_info: PodInfo, event: PodEvent) -> bool:
+    """InterPodAffinity.isSchedulableAfterAssignedPodChange (interpodaffinity/plugin.go): True is
+    Queue. An added pod helps only if it matches all of the pod's required affinity terms; a deleted
+    one only if it matches one of its anti-affinity terms, or the pod matches one of the deleted
+    pod's; an update only if it starts matching the affinity or stops matching the anti-affinity."""
+    old, new = event.old, event.new
+    if (new is not None and not new.spec.node_name and not new.status.nominated_node_name) or (
+        old is not None and not old.spec.node_name and not old.status.nominated_node_name
+    ):
+        return False
+    terms = pod_info.required_affinity_terms
+    anti_terms = pod_info.required_anti_affinity_terms
+    if old is not None and new is not None:
+        return (not _matches_all(terms, old) and _matches_all(terms, new)) or (
+            _matches_any(anti_terms, old) and not _matches_any(anti_terms, new)
+        )
+    if new is not None:
+        return _matches_all(terms, new)
+    if old is None:
+        return True
+    if _matches_any(anti_terms, old):
+        return True
+    anti = old.spec.affinity.pod_anti_affinity if old.spec.affinity else None
+    old_anti_terms = tuple(resolve_affinity_term(old, t) for t in anti.required) if anti else ()
+    return _matches_any(old_anti_terms, pod_info.pod)
+
+
 class InterPodAffinity:
     """Filter: required pod affinity (UnschedulableAndUnresolvable), the pod's required anti-affinity
     and existing pods' required anti-affinity (Unschedulable: removing pods can help).
@@ -243,6 +301,18 @@ class InterPodAffinity:
         self.hard_pod_affinity_weight = hard_pod_affinity_weight
         self.ignore_preferred_terms_of_existing_pods = ignore_preferred_terms_of_existing_pods
         self._all_nodes = all_nodes
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """The events that may make a pod this plugin rejected schedulable; an assigned pod's change
+        only when the hint finds it relevant to the pod's terms."""
+        hint = is_schedulable_after_assigned_pod_change
+        return [
+            ClusterEventWithHint(NODE_ADD),
+            ClusterEventWithHint(NODE_UPDATE),
+            ClusterEventWithHint(ASSIGNED_POD_ADD, hint),
+            ClusterEventWithHint(ASSIGNED_POD_UPDATE, hint),
+            ClusterEventWithHint(ASSIGNED_POD_DELETE, hint),
+        ]
 
     # --- PreFilter / extensions --------------------------------------------------------------------
 

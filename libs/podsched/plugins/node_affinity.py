@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from podsched.api.labels import node_selector_matches, node_selector_term_matches
 from podsched.api.types import Node, NodeSelectorTerm, Pod, PreferredSchedulingTerm
 from podsched.framework.cycle_state import CycleState
+from podsched.framework.events import NODE_ADD, NODE_UPDATE, ClusterEventWithHint
 from podsched.framework.interface import (
     MAX_NODE_SCORE,
     PreFilterExtensions,
@@ -96,6 +97,10 @@ class NodeAffinity:
     cannot change a node's labels); score by the weights of matching preferred terms."""
 
     name = names.NODE_AFFINITY
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """The events that may make a pod this plugin rejected schedulable."""
+        return [ClusterEventWithHint(NODE_ADD), ClusterEventWithHint(NODE_UPDATE)]
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]

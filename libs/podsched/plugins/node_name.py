@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from podsched.api.types import Pod
 from podsched.framework.cycle_state import CycleState
+from podsched.framework.events import NODE_ADD, ClusterEventWithHint
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Status
 from podsched.plugins import names
@@ -13,6 +14,10 @@ ERR_REASON_NODE_NAME = "node(s) didn't match the requested node name"
 
 class NodeName:
     name = names.NODE_NAME
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """The events that may make a pod this plugin rejected schedulable."""
+        return [ClusterEventWithHint(NODE_ADD)]
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if pod.spec.node_name and pod.spec.node_name != node_info.name:

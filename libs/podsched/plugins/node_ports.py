@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from podsched.api.types import Pod
 from podsched.framework.cycle_state import CycleState
+from podsched.framework.events import ASSIGNED_POD_DELETE, NODE_ADD, ClusterEventWithHint
 from podsched.framework.interface import PreFilterExtensions, PreFilterResult
 from podsched.framework.node_info import NodeInfo, pod_host_ports
 from podsched.framework.status import Code, Status
@@ -17,6 +18,10 @@ _STATE_KEY = "PreFilter" + names.NODE_PORTS
 
 class NodePorts:
     name = names.NODE_PORTS
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """The events that may make a pod this plugin rejected schedulable."""
+        return [ClusterEventWithHint(NODE_ADD), ClusterEventWithHint(ASSIGNED_POD_DELETE)]
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from podsched.api.types import Pod, Resource
 from podsched.framework.cycle_state import CycleState
+from podsched.framework.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, ClusterEventWithHint
 from podsched.framework.interface import MAX_NODE_SCORE, PreFilterExtensions, PreFilterResult
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.resource import non_zero_requests, pod_requests
@@ -87,6 +88,14 @@ class NodeResourcesFit:
     """Filter: the pod's requests fit. Score: LeastAllocated over cpu and memory (weights 1, 1)."""
 
     name = names.NODE_RESOURCES_FIT
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """The events that may make a pod this plugin rejected schedulable."""
+        return [
+            ClusterEventWithHint(NODE_ADD),
+            ClusterEventWithHint(NODE_UPDATE),
+            ClusterEventWithHint(ASSIGNED_POD_DELETE),
+        ]
 
     def __init__(self, score_resources: Sequence[tuple[str, int]] = (("cpu", 1), ("memory", 1))) -> None:
         self.score_resources = tuple(score_resources)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from podsched.api.types import TAINT_NO_SCHEDULE, Pod, Taint
 from podsched.framework.cycle_state import CycleState
+from podsched.framework.events import NODE_ADD, NODE_UPDATE, ClusterEventWithHint
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Status
 from podsched.plugins import names
@@ -16,6 +17,10 @@ _UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=TAINT_NO_SCHED
 
 class NodeUnschedulable:
     name = names.NODE_UNSCHEDULABLE
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """The events that may make a pod this plugin rejected schedulable."""
+        return [ClusterEventWithHint(NODE_ADD), ClusterEventWithHint(NODE_UPDATE)]
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         if not node_info.node.spec.unschedulable:

@@ -27,6 +27,14 @@ from podsched.api.types import (
     Pod,
 )
 from podsched.framework.cycle_state import CycleState
+from podsched.framework.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    ASSIGNED_POD_UPDATE,
+    NODE_ADD,
+    NODE_UPDATE,
+    ClusterEventWithHint,
+)
 from podsched.framework.interface import MAX_NODE_SCORE, PreFilterExtensions, PreFilterResult
 from podsched.framework.node_info import NodeInfo, PodInfo
 from podsched.framework.status import Code, Status
@@ -265,6 +273,13 @@ class PodTopologySpread:
     the node list PreFilter was given in the same cycle, else the nodes it is scoring."""
 
     name = names.POD_TOPOLOGY_SPREAD
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """The events that may make a pod this plugin rejected schedulable."""
+        return [
+            ClusterEventWithHint(event)
+            for event in (NODE_ADD, NODE_UPDATE, ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE)
+        ]
 
     def __init__(self, all_nodes: Callable[[], Sequence[NodeInfo]] | None = None) -> None:
         self._all_nodes = all_nodes

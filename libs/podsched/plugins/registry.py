@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from podsched.config.scheduler_config import SchedulerConfig
+from podsched.framework.events import QueueingHintMap, queueing_hint_map
 from podsched.framework.interface import PodNominator
 from podsched.framework.runtime import Framework, WeightedScorePlugin
 from podsched.plugins import names
@@ -51,6 +52,12 @@ def build_framework(config: SchedulerConfig, nominator: PodNominator | None) -> 
                 pre_score.append(plugin)
             score.append(WeightedScorePlugin(plugin, weights.get(name, default_weight)))
     return Framework(pre_filter, filters, pre_score, score, nominator)
+
+
+def default_queueing_hints() -> QueueingHintMap:
+    """Every default plugin's EventsToRegister. A plugin's registrations do not depend on the profile,
+    and a disabled plugin rejects no pod, so one map serves every profile."""
+    return queueing_hint_map(factory() for _, factory, _ in DEFAULT_PLUGINS)
 
 
 def build_algorithm(

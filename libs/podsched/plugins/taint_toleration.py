@@ -14,6 +14,7 @@ from podsched.api.types import (
     Toleration,
 )
 from podsched.framework.cycle_state import CycleState
+from podsched.framework.events import NODE_ADD, NODE_UPDATE, ClusterEventWithHint
 from podsched.framework.interface import MAX_NODE_SCORE, default_normalize_score
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Status
@@ -50,6 +51,10 @@ def find_untolerated_taint(
 
 class TaintToleration:
     name = names.TAINT_TOLERATION
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """The events that may make a pod this plugin rejected schedulable."""
+        return [ClusterEventWithHint(NODE_ADD), ClusterEventWithHint(NODE_UPDATE)]
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         taints = node_info.node.spec.taints

@@ -11,6 +11,14 @@ from collections.abc import Callable
 
 from podsched.api.types import KIND_NODE, KIND_POD, POD_PENDING, Pod
 from podsched.cluster.store import ADDED, MODIFIED, REMOVED, Change
+from podsched.framework.events import (
+    ASSIGNED_POD_ADD,
+    ASSIGNED_POD_DELETE,
+    ASSIGNED_POD_UPDATE,
+    NODE_ADD,
+    NODE_UPDATE,
+    PodEvent,
+)
 from podsched.framework.node_info import PodInfo
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.nominator import Nominator
@@ -22,7 +30,7 @@ def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
     def on_change(change: Change) -> None:
         if change.kind == KIND_NODE:
             if change.type in (ADDED, MODIFIED):
-                queue.on_event(sq.NODE_ADD if change.type == ADDED else sq.NODE_UPDATE)
+                queue.on_event(NODE_ADD if change.type == ADDED else NODE_UPDATE)
             return
         if change.kind != KIND_POD:
             return
@@ -31,7 +39,7 @@ def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
         assert new is None or isinstance(new, Pod)
         if change.type == ADDED and new is not None:
             if new.spec.node_name:
-                queue.on_event(sq.PodEvent(sq.ASSIGNED_POD_ADD, None, new))
+                queue.on_event(PodEvent(ASSIGNED_POD_ADD, None, new))
             elif new.status.phase == POD_PENDING:
                 queue.add(new)
         elif change.type == MODIFIED and old is not None and new is not None:
@@ -40,18 +48,18 @@ def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
             elif not old.spec.node_name:
                 queue.done(new.uid)
                 queue.nominator.remove(new)
-                queue.on_event(sq.PodEvent(sq.ASSIGNED_POD_ADD, None, new))
+                queue.on_event(PodEvent(ASSIGNED_POD_ADD, None, new))
             elif old.labels != new.labels:
                 # PodSchedulingPropertiesChange (framework/events.go) classifies an assigned pod's
                 # update; the plugins here register AssignedPod only for UpdatePodLabel (and
                 # NodeResourcesFit for scale-down, which podsched does not allow), so any other
                 # update (a victim's DisruptionTarget condition and deletionTimestamp, a status
                 # change) is the general Update that moves no pod.
-                queue.on_event(sq.PodEvent(sq.ASSIGNED_POD_UPDATE, old, new))
+                queue.on_event(PodEvent(ASSIGNED_POD_UPDATE, old, new))
         elif change.type == REMOVED and old is not None:
             queue.delete(old)
             if old.spec.node_name:
-                queue.on_event(sq.PodEvent(sq.ASSIGNED_POD_DELETE, old, None))
+                queue.on_event(PodEvent(ASSIGNED_POD_DELETE, old, None))
 
     return on_change
 

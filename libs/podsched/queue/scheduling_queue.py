@@ -1,9 +1,9 @@
 """PriorityQueue: activeQ (PrioritySort order), backoffQ and the unschedulable pool.
 
 The clock is injected so `simulate` runs in simulated time. Cluster events move unschedulable pods
-only when a plugin that rejected them registered for that event (queueing hints at plugin
-granularity); pods that failed with an error, or were hit by a relevant event while in flight,
-back off instead of waiting."""
+only when a plugin that rejected them registered for that event and its queueing hint, if it has
+one, says Queue (the plugins' EventsToRegister, podsched.framework.events); pods that failed with
+an error, or were hit by a relevant event while in flight, back off instead of waiting."""
 
 from __future__ import annotations
 
@@ -11,12 +11,21 @@ import heapq
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
-from podsched.api.labels import selector_matches
 from podsched.api.types import Pod
-from podsched.framework.node_info import AffinityTerm, PodInfo, resolve_affinity_term
-from podsched.plugins import names
+
+# The cluster events are the framework's; the queue's callers name them through this module too.
+from podsched.framework.events import ASSIGNED_POD_ADD as ASSIGNED_POD_ADD
+from podsched.framework.events import ASSIGNED_POD_DELETE as ASSIGNED_POD_DELETE
+from podsched.framework.events import ASSIGNED_POD_UPDATE as ASSIGNED_POD_UPDATE
+from podsched.framework.events import FORCE_ACTIVATE, Event, QueueingHintMap, plugin_cares
+from podsched.framework.events import NODE_ADD as NODE_ADD
+from podsched.framework.events import NODE_UPDATE as NODE_UPDATE
+from podsched.framework.events import UNSCHEDULABLE_TIMEOUT as UNSCHEDULABLE_TIMEOUT
+from podsched.framework.events import WILDCARD as WILDCARD
+from podsched.framework.events import PodEvent as PodEvent
+from podsched.framework.node_info import PodInfo
+from podsched.plugins.registry import default_queueing_hints
 from podsched.queue.nominator import Nominator
 
 DEFAULT_POD_INITIAL_BACKOFF_SECONDS = 1.0
@@ -24,102 +33,6 @@ DEFAULT_POD_MAX_BACKOFF_SECONDS = 10.0
 DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION = 300.0  # 5 minutes
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
 BACKOFF_FLUSH_INTERVAL = 1.0
-
-# Cluster events (framework.ClusterEvent), declared once.
-NODE_ADD = "NodeAdd"
-NODE_UPDATE = "NodeUpdate"
-ASSIGNED_POD_ADD = "AssignedPodAdd"
-ASSIGNED_POD_UPDATE = "AssignedPodUpdate"  # AssignedPod/UpdatePodLabel: the labels of a bound pod changed
-ASSIGNED_POD_DELETE = "AssignedPodDelete"
-UNSCHEDULABLE_TIMEOUT = "UnschedulableTimeout"
-FORCE_ACTIVATE = "ForceActivate"
-WILDCARD = "*"
-
-# EventsToRegister of each plugin: the events that may make a pod it rejected schedulable.
-EVENTS_BY_PLUGIN: dict[str, frozenset[str]] = {
-    names.NODE_RESOURCES_FIT: frozenset({NODE_ADD, NODE_UPDATE, ASSIGNED_POD_DELETE}),
-    names.NODE_AFFINITY: frozenset({NODE_ADD, NODE_UPDATE}),
-    names.TAINT_TOLERATION: frozenset({NODE_ADD, NODE_UPDATE}),
-    names.NODE_UNSCHEDULABLE: frozenset({NODE_ADD, NODE_UPDATE}),
-    names.NODE_NAME: frozenset({NODE_ADD}),
-    names.NODE_PORTS: frozenset({NODE_ADD, ASSIGNED_POD_DELETE}),
-    names.INTER_POD_AFFINITY: frozenset(
-        {NODE_ADD, NODE_UPDATE, ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE}
-    ),
-    names.POD_TOPOLOGY_SPREAD: frozenset(
-        {NODE_ADD, NODE_UPDATE, ASSIGNED_POD_ADD, ASSIGNED_POD_UPDATE, ASSIGNED_POD_DELETE}
-    ),
-}
-
-
-class PodEvent(NamedTuple):
-    """An assigned pod's add, label update or delete, with the pod before and after (None when
-    absent): what a plugin's queueing hint looks at."""
-
-    name: str
-    old: Pod | None
-    new: Pod | None
-
-
-Event = str | PodEvent
-
-
-def _term_matches_for_hint(term: AffinityTerm, pod: Pod) -> bool:
-    """AffinityTerm.Matches(pod, nil) as the queueing hint calls it: no namespace labels, so a
-    namespaceSelector matches only if it matches an empty label set."""
-    if pod.namespace not in term.namespaces and not (
-        term.namespace_selector is not None and selector_matches(term.namespace_selector, {})
-    ):
-        return False
-    return selector_matches(term.selector, pod.labels)
-
-
-def _matches_all(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
-    return bool(terms) and all(_term_matches_for_hint(t, pod) for t in terms)
-
-
-def _matches_any(terms: tuple[AffinityTerm, ...], pod: Pod) -> bool:
-    return any(_term_matches_for_hint(t, pod) for t in terms)
-
-
-def inter_pod_affinity_hint(pod_info: PodInfo, event: PodEvent) -> bool:
-    """InterPodAffinity.isSchedulableAfterAssignedPodChange (interpodaffinity/plugin.go): True is
-    Queue. An added pod helps only if it matches all of the pod's required affinity terms; a deleted
-    one only if it matches one of its anti-affinity terms, or the pod matches one of the deleted
-    pod's; an update only if it starts matching the affinity or stops matching the anti-affinity."""
-    old, new = event.old, event.new
-    if (new is not None and not new.spec.node_name and not new.status.nominated_node_name) or (
-        old is not None and not old.spec.node_name and not old.status.nominated_node_name
-    ):
-        return False
-    terms = pod_info.required_affinity_terms
-    anti_terms = pod_info.required_anti_affinity_terms
-    if old is not None and new is not None:
-        return (not _matches_all(terms, old) and _matches_all(terms, new)) or (
-            _matches_any(anti_terms, old) and not _matches_any(anti_terms, new)
-        )
-    if new is not None:
-        return _matches_all(terms, new)
-    if old is None:
-        return True
-    if _matches_any(anti_terms, old):
-        return True
-    anti = old.spec.affinity.pod_anti_affinity if old.spec.affinity else None
-    old_anti_terms = tuple(resolve_affinity_term(old, t) for t in anti.required) if anti else ()
-    return _matches_any(old_anti_terms, pod_info.pod)
-
-
-def plugin_cares(plugin: str, event: Event, pod_info: PodInfo | None = None) -> bool:
-    """Whether `event` may make a pod `plugin` rejected schedulable: the plugin registered for it
-    (EventsToRegister) and, where podsched has the plugin's queueing hint, the hint says Queue."""
-    name = event.name if isinstance(event, PodEvent) else event
-    if name in (WILDCARD, UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE):
-        return True
-    if name not in EVENTS_BY_PLUGIN.get(plugin, frozenset()):
-        return False
-    if plugin == names.INTER_POD_AFFINITY and isinstance(event, PodEvent) and pod_info is not None:
-        return inter_pod_affinity_hint(pod_info, event)
-    return True
 
 
 @dataclass(slots=True)
@@ -202,8 +115,11 @@ class SchedulingQueue:
         max_backoff: float = DEFAULT_POD_MAX_BACKOFF_SECONDS,
         max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
         pop_from_backoff_q: bool = True,
+        queueing_hints: QueueingHintMap | None = None,
     ) -> None:
         self.clock = clock
+        # The plugins' EventsToRegister: which events may make a pod a plugin rejected schedulable.
+        self.queueing_hints = queueing_hints if queueing_hints is not None else default_queueing_hints()
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
@@ -255,9 +171,7 @@ class SchedulingQueue:
         uid = info.pod.uid
         self._entry_seq[uid] = seq
         self._place(uid, BACKOFF)
-        heapq.heappush(
-            self._backoff, (self.backoff_expiry(info), -info.priority, info.timestamp, info.stamp, seq, uid)
-        )
+        heapq.heappush(self._backoff, (self.backoff_expiry(info), -info.priority, info.timestamp, info.stamp, seq, uid))
 
     def backoff_duration(self, info: QueuedPodInfo) -> float:
         """initial * 2^(attempts-1), capped at max; 0 before the first attempt."""
@@ -429,7 +343,8 @@ class SchedulingQueue:
             return BACKOFF
         info.consecutive_errors = 0
         info.unschedulable_plugins = set(rejector_plugins)
-        if any(plugin_cares(p, e, info.pod_info) for e in events for p in rejector_plugins):
+        hints = self.queueing_hints
+        if any(plugin_cares(hints, p, e, info.pod_info) for e in events for p in rejector_plugins):
             self._requeue(info)
             return self._where[uid]
         info.unschedulable_since = now
@@ -443,11 +358,12 @@ class SchedulingQueue:
         `pre_check` accepts, if given) whose rejector plugins care about it. Returns how many moved."""
         self._in_flight.record(event)
         moved = 0
+        hints = self.queueing_hints
         for uid in self._unschedulable_in_order():
             info = self._infos[uid]
             if pre_check is not None and not pre_check(info.pod):
                 continue
-            if any(plugin_cares(plugin, event, info.pod_info) for plugin in info.unschedulable_plugins):
+            if any(plugin_cares(hints, plugin, event, info.pod_info) for plugin in info.unschedulable_plugins):
                 self._requeue(info)
                 moved += 1
         return moved
