@@ -23,12 +23,12 @@ from podsched.api.types import Pod
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
 from podsched.framework.cycle_state import CycleState
-from podsched.framework.interface import NodeToStatus
+from podsched.framework.interface import ClusterView, NodeToStatus, PostFilterResult
 from podsched.framework.node_info import NodeInfo, Snapshot
 from podsched.framework.runtime import Framework
-from podsched.framework.status import Code
+from podsched.framework.status import Status
+from podsched.plugins.default_preemption import DefaultPreemption
 from podsched.plugins.registry import build_framework
-from podsched.preemption.evaluator import Evaluator, PreemptionOutcome
 from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims
 from podsched.scheduler.fit_error import FitError
@@ -197,11 +197,12 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             parent = telemetry.context_from_carrier(ref.trace_context)
             with telemetry.tracer().start_as_current_span("preemption run cycle", context=parent) as span:
                 cycle = profile.fast.schedule_vectorized(pod, snapshot, pdbs, self.copy.nominator, now)
-                if cycle is None or cycle.node_name or cycle.fit_error is None or cycle.preemption is None:
+                if cycle is None or cycle.node_name or cycle.fit_error is None or cycle.post_filter_status is None:
                     span.set_attribute("podsched.run_ends_here", True)
                     return
                 span.set_attribute("podsched.dry_run_path", "vectorized")
-                decision = self._response(pod, cycle.preemption, cycle.fit_error, response.resource_version, span)
+                answer = (cycle.post_filter, cycle.post_filter_status)
+                decision = self._response(pod, answer, cycle.fit_error, response.resource_version, span)
             fit_error = cycle.fit_error
             response.decisions.add(
                 filter_result=filter_pb2.Placement(
@@ -232,7 +233,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             # No PostFilter in the pod's profile (or no profile: another scheduler's pod): the
             # failure is the Filter outcome alone, as the queue records it without asking here.
             return preemption_pb2.PostFilterResponse(message=fit_error.message(), resource_version=version)
-        outcome: PreemptionOutcome | None = None
+        answer: tuple[PostFilterResult | None, Status] | None = None
         if request.filter_resource_version and self.copy.room.may_fit_since(pod, request.filter_resource_version):
             # This copy has a change the filter's answer predates that may let the pod fit: deciding
             # on that diagnosis could evict a pod for nothing. Filter again here, on the same copy
@@ -240,18 +241,18 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             STALE_FILTER_RESULTS.inc()
             span.set_attribute("podsched.dry_run_path", "filtered again")
             cycle = profile.fast.schedule(pod, snapshot, cluster.pdb_list(), self.copy.nominator, now)
-            if cycle.node_name or cycle.fit_error is None or cycle.preemption is None:
+            if cycle.node_name or cycle.fit_error is None or cycle.post_filter_status is None:
                 # It fits now (or the cycle ended in an error): the queue filters it again.
                 return preemption_pb2.PostFilterResponse(stale_filter_result=True, resource_version=version)
             fit_error = FitError(cycle.fit_error.num_all_nodes, cycle.fit_error.node_to_status)
             fit_error.pre_filter_msg = cycle.fit_error.pre_filter_msg
-            outcome = cycle.preemption
+            answer = (cycle.post_filter, cycle.post_filter_status)
         elif self.config.dry_run == "auto":
-            outcome = profile.fast.post_filter(pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
-            span.set_attribute("podsched.dry_run_path", "vectorized" if outcome else "workers")
-        if outcome is None:
-            outcome = self._plain_preempt(profile, pod, request, diagnosis, snapshot, now)
-        return self._response(pod, outcome, fit_error, version, span, dry_run=bool(request.pod.pod_json))
+            answer = profile.fast.post_filter(pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
+            span.set_attribute("podsched.dry_run_path", "vectorized" if answer else "workers")
+        if answer is None:
+            answer = self._plain_preempt(profile, pod, request, diagnosis, snapshot, now)
+        return self._response(pod, answer, fit_error, version, span, dry_run=bool(request.pod.pod_json))
 
     def _plain_preempt(
         self,
@@ -261,8 +262,8 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         diagnosis: NodeToStatus,
         snapshot: Snapshot,
         now: float,
-    ) -> PreemptionOutcome:
-        """Evaluator.preempt with the dry run over the worker pool (or in-process without workers)."""
+    ) -> tuple[PostFilterResult | None, Status]:
+        """DefaultPreemption with the dry run over the worker pool (or in-process without workers)."""
         cluster = self.copy.cluster
         version = self.copy.replica.version
         pods_by_uid = cluster.pods_by_uid
@@ -278,19 +279,20 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
                 shards, wanted, request.pod.uid, request.pod.pod_json, version, now, pods_by_uid, assumed
             )
 
-        evaluator = Evaluator(
+        preemption = DefaultPreemption(
             framework,
             profile.config.preemption_args,
             offset=lambda n: 0,  # deterministic: a dry run predicts exactly what the real apply does
             executor=sharded_dry_run(run_shards, max(1, self.config.workers)),
         )
         framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
-        return evaluator.preempt(state, pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
+        view = ClusterView(snapshot, cluster.pdb_list(), self.copy.nominator, now)
+        return preemption.post_filter(state, pod, diagnosis, view)
 
     def _response(
         self,
         pod: Pod,
-        outcome: PreemptionOutcome,
+        answer: tuple[PostFilterResult | None, Status],
         fit_error: FitError,
         version: int,
         span: trace.Span,
@@ -298,19 +300,19 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
     ) -> preemption_pb2.PostFilterResponse:
         """The PostFilter decision as the queue passes it to the binder; counted in kube-scheduler's
         preemption metrics unless it answers an API dry run (not a scheduling attempt)."""
-        if outcome.status.code == Code.ERROR or outcome.status.message:
-            fit_error.post_filter_msg = "preemption: " + outcome.status.message
+        result, status = answer
+        fit_error.post_filter_msg = status.message
         if not dry_run:
             PREEMPTION_ATTEMPTS.inc()
+        candidates = result.candidates if result is not None else []
         response = preemption_pb2.PostFilterResponse(
-            message=fit_error.message(), candidates=len(outcome.candidates), resource_version=version
+            message=fit_error.message(), candidates=len(candidates), resource_version=version
         )
-        result = outcome.result
         if result is not None and result.nominated_node_name:
             response.nominated_node_name = result.nominated_node_name
             response.victims.extend(reference(victim) for victim in result.victims)
             response.nominations_to_clear.extend(reference(p) for p in result.lower_priority_nominated_pods)
-            chosen = next((c for c in outcome.candidates if c.node_name == result.nominated_node_name), None)
+            chosen = next((c for c in candidates if c.node_name == result.nominated_node_name), None)
             response.pdb_violations = chosen.num_pdb_violations if chosen is not None else 0
         elif result is not None:
             response.clear_own_nomination = True

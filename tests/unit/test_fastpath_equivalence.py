@@ -40,12 +40,12 @@ from podsched.api.types import NodeAffinity as NodeAffinitySpec
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
 from podsched.framework.cycle_state import CycleState
-from podsched.framework.interface import NodeToStatus
+from podsched.framework.interface import ClusterView, NodeToStatus, PostFilterResult
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
 from podsched.framework.resource import pod_requests
 from podsched.framework.status import Code, Status
 from podsched.plugins.registry import build_algorithm
-from podsched.preemption.evaluator import DefaultPreemptionArgs, PreemptionOutcome
+from podsched.preemption.evaluator import DefaultPreemptionArgs
 from podsched.queue.nominator import Nominator
 from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 from podsched.simulator.engine import Simulator
@@ -93,7 +93,7 @@ def outcome(result: CycleResult) -> dict[str, Any]:
             fit_error.post_filter_msg,
         )
     post = result.post_filter
-    preemption = result.preemption
+    post_status = result.post_filter_status
     return {
         "node": result.node_name,
         "evaluated": result.evaluated_nodes,
@@ -102,28 +102,24 @@ def outcome(result: CycleResult) -> dict[str, Any]:
         "message": result.message,
         "rejectors": sorted(result.rejector_plugins),
         "statuses": statuses,
-        "post_filter": None
-        if post is None
-        else (post.nominated_node_name, uids(post.victims), uids(post.lower_priority_nominated_pods)),
-        "preemption": None
-        if preemption is None
-        else (
-            preemption.status.code,
-            tuple(preemption.status.reasons),
-            [(c.node_name, uids(c.victims), c.num_pdb_violations) for c in preemption.candidates],
-        ),
+        "post_filter": post_filter_outcome(post, post_status) if post_status is not None else None,
     }
 
 
-def preemption_outcome(result: PreemptionOutcome) -> tuple[Any, ...]:
-    post = result.result
+def post_filter_outcome(post: PostFilterResult | None, status: Status) -> tuple[Any, ...]:
+    """Everything a PostFilter answer says, in comparable form."""
     return (
-        result.status.code,
-        tuple(result.status.reasons),
+        status.code,
+        tuple(status.reasons),
+        status.plugin,
         None
         if post is None
-        else (post.nominated_node_name, uids(post.victims), uids(post.lower_priority_nominated_pods)),
-        [(c.node_name, uids(c.victims), c.num_pdb_violations) for c in result.candidates],
+        else (
+            post.nominated_node_name,
+            uids(post.victims),
+            uids(post.lower_priority_nominated_pods),
+            [(c.node_name, uids(c.victims), c.num_pdb_violations) for c in post.candidates],
+        ),
     )
 
 
@@ -441,13 +437,13 @@ def disturb(world: World, rng: random.Random, k: Knobs) -> None:
 def describe(result: CycleResult) -> str:
     if result.node_name:
         return "scheduled"
-    if result.preemption is None:
+    if result.post_filter_status is None:
         return "unschedulable, no PostFilter"
     if result.post_filter is None:
         return "unschedulable, preemption not eligible or error"
     if not result.post_filter.nominated_node_name:
         return "unschedulable, no preemption candidate"
-    violations = any(c.num_pdb_violations for c in result.preemption.candidates)
+    violations = any(c.num_pdb_violations for c in result.post_filter.candidates)
     return f"preemption nominated a node{' (PDB-violating candidates)' if violations else ''}"
 
 
@@ -481,15 +477,16 @@ def run_cycles(k: Knobs, post_filter_alone: bool = False) -> None:
         event("fast path" if fast.fast_cycles > handled_before else "delegated to the plain path")
         event(f"{'over' if len(snapshot) > 100 else 'under'} 100 nodes")
         event(describe(expected))
-        if post_filter_alone and expected.fit_error is not None and alone_plain.evaluator is not None:
+        if post_filter_alone and expected.fit_error is not None and alone_plain.framework.post_filter_plugins:
             diagnosis = expected.fit_error.node_to_status
             state = CycleState()
             alone_plain.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
-            want = alone_plain.evaluator.preempt(state, pod, diagnosis, snapshot, world.pdbs, world.nominator, NOW)
+            view = ClusterView(snapshot, world.pdbs, world.nominator, NOW)
+            want = alone_plain.framework.run_post_filter_plugins(state, pod, diagnosis, view)
             got = alone_fast.post_filter(pod, diagnosis, snapshot, world.pdbs, world.nominator, NOW)
             event("PostFilter alone: fast path" if got is not None else "PostFilter alone: not for the fast path")
             if got is not None:
-                assert preemption_outcome(got) == preemption_outcome(want), context
+                assert post_filter_outcome(*got) == post_filter_outcome(*want), context
         apply_decision(world, expected)
         if rng.random() < 0.3:
             disturb(world, rng, k)
@@ -591,15 +588,16 @@ def test_a_stale_diagnosis_gives_the_plain_evaluators_answer_node_by_node(with_c
     fast = build_fast_algorithm(SchedulerConfig(), nominator, offset=lambda n: 0)
     state = CycleState()
     plain.framework.run_pre_filter_plugins(state, preemptor, snapshot.node_info_list)
-    assert plain.evaluator is not None
-    want = plain.evaluator.preempt(state, preemptor, diagnosis, snapshot, [], nominator, NOW)
+    want = plain.framework.run_post_filter_plugins(
+        state, preemptor, diagnosis, ClusterView(snapshot, [], nominator, NOW)
+    )
     got = fast.post_filter(preemptor, diagnosis, snapshot, [], nominator, NOW)
-    assert got is not None and preemption_outcome(got) == preemption_outcome(want)
+    assert got is not None and post_filter_outcome(*got) == post_filter_outcome(*want)
     if with_candidates:
-        assert sorted(c.node_name for c in want.candidates) == ["n0", "n1"]
+        assert want[0] is not None and sorted(c.node_name for c in want[0].candidates) == ["n0", "n1"]
     else:
-        assert want.status.code == Code.ERROR
-        assert 'expected at least one victim pod on node "n2"' in " ".join(want.status.reasons)
+        assert want[1].code == Code.ERROR
+        assert 'expected at least one victim pod on node "n2"' in want[1].message
 
 
 # --- whole simulations ----------------------------------------------------------------------------

@@ -67,8 +67,8 @@ def test_a_request_larger_than_any_node_is_unresolvable_and_preemption_is_not_tr
         "0/2 nodes are available: 2 Insufficient cpu. "
         "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling.."
     )
-    assert result.preemption is not None and result.preemption.candidates == []
     assert result.post_filter is not None and result.post_filter.nominated_node_name == ""
+    assert result.post_filter.candidates == []
 
 
 def test_the_nominated_node_is_tried_first_even_if_another_node_scores_higher() -> None:

@@ -61,6 +61,7 @@ from podsched.framework.resource import non_zero_requests, pod_requests
 from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
 from podsched.plugins import names
+from podsched.plugins.default_preemption import DefaultPreemption, post_filter_answer
 from podsched.plugins.node_affinity import NodeAffinity
 from podsched.plugins.node_name import NodeName
 from podsched.plugins.node_resources import (
@@ -129,7 +130,15 @@ class _Profile:
     balanced_pre_score: bool
 
 
-def _profile_of(framework: Framework, evaluator: Evaluator | None) -> _Profile | None:
+def _preemption_of(framework: Framework) -> DefaultPreemption | None:
+    """The framework's DefaultPreemption when it is its only PostFilter plugin, else None."""
+    plugins = framework.post_filter_plugins
+    if len(plugins) == 1 and type(plugins[0]) is DefaultPreemption:
+        return plugins[0]
+    return None
+
+
+def _profile_of(framework: Framework) -> _Profile | None:
     """None when the profile has plugins or settings the fast path does not model."""
     pre_filter = [p.name for p in framework.pre_filter_plugins]
     filters = [p.name for p in framework.filter_plugins]
@@ -167,7 +176,7 @@ def _profile_of(framework: Framework, evaluator: Evaluator | None) -> _Profile |
             return None
         if name not in SKIPPED_SCORES:
             scores.append((name, entry.plugin, entry.weight))
-    if evaluator is not None and type(evaluator) is not Evaluator:
+    if framework.post_filter_plugins and _preemption_of(framework) is None:
         return None
     return _Profile(
         static_filters=tuple(p for p in framework.filter_plugins if p.name in STATIC_FILTERS),
@@ -354,7 +363,8 @@ class FastSchedulingAlgorithm:
         self.framework = plain.framework
         self.columns = columns or NodeColumns()
         self._nominated = NominatedColumns()
-        self._profile = _profile_of(plain.framework, plain.evaluator)
+        self._profile = _profile_of(plain.framework)
+        self._preemption = _preemption_of(plain.framework)
         self.fast_cycles = 0
         self.delegated_cycles = 0
 
@@ -426,14 +436,14 @@ class FastSchedulingAlgorithm:
         pdbs: Sequence[PodDisruptionBudget],
         nominator: PodNominator | None,
         now: float,
-    ) -> PreemptionOutcome | None:
+    ) -> tuple[PostFilterResult | None, Status] | None:
         """PostFilter alone, for a Filter outcome computed elsewhere (the filter service's): the
         vectorized dry run over the nodes the diagnosis calls Unschedulable. None when the fast path
         does not apply to this pod or cluster; the caller then runs the plain Evaluator, which gives
         the same answer."""
-        evaluator = self.plain.evaluator
-        inputs = self._fast_inputs(pod, snapshot) if evaluator is not None else None
-        if evaluator is None or inputs is None:
+        preemption = self._preemption
+        inputs = self._fast_inputs(pod, snapshot) if preemption is not None else None
+        if preemption is None or inputs is None:
             return None
         _, shape, load = inputs
         columns = self.columns
@@ -444,7 +454,10 @@ class FastSchedulingAlgorithm:
             if row is not None:
                 codes[row] = int(status.code)
         self.fast_cycles += 1
-        return self._preempt(evaluator, pod, shape, load, diagnosis, codes, snapshot, pdbs, nominator, now)
+        evaluator = preemption.evaluator
+        return post_filter_answer(
+            self._preempt(evaluator, pod, shape, load, diagnosis, codes, snapshot, pdbs, nominator, now)
+        )
 
     def _fast_inputs(self, pod: Pod, snapshot: Snapshot) -> tuple[_Profile, _PodShape, _Load | None] | None:
         """What the vectorized cycle needs, with the columns synced to `snapshot`; None when the fast
@@ -873,13 +886,12 @@ class FastSchedulingAlgorithm:
         rejectors = {status.plugin for status in used if status.plugin}
         fit_error = FitError(n, diagnosis, "")
         result = CycleResult(pod, fit_error=fit_error, rejector_plugins=rejectors)
-        evaluator = self.plain.evaluator
-        if evaluator is not None:
+        if self._preemption is not None:
+            evaluator = self._preemption.evaluator
             outcome = self._preempt(evaluator, pod, shape, load, diagnosis, codes, snapshot, pdbs, nominator, now)
-            result.preemption = outcome
-            if outcome.status.code == Code.ERROR or outcome.status.message:
-                fit_error.post_filter_msg = "preemption: " + outcome.status.message
-            result.post_filter = outcome.result
+            post_filter, status = post_filter_answer(outcome)
+            fit_error.post_filter_msg = status.message
+            result.post_filter, result.post_filter_status = post_filter, status
         return result
 
     def _preempt(

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
-from podsched.api.types import Pod
+from podsched.api.types import Pod, PodDisruptionBudget
 from podsched.framework.cycle_state import CycleState
-from podsched.framework.node_info import NodeInfo, PodInfo
+from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
 from podsched.framework.status import Code, Status
 
 MAX_NODE_SCORE = 100
@@ -60,6 +60,21 @@ class PostFilterResult:
     # Filled by DefaultPreemption so the caller can actuate without recomputing.
     victims: list[Pod] = field(default_factory=list)
     lower_priority_nominated_pods: list[Pod] = field(default_factory=list)
+    # The candidates a preemption plugin weighed (DefaultPreemption: preemption.tie_breaks.Candidate,
+    # in dry-run order), for metrics, traces and tests.
+    candidates: list[Any] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """What a PostFilter plugin reads besides the cycle state and Filter's diagnosis. Upstream's
+    plugins reach the same through the framework handle: the snapshot and PDB listers, the
+    nominator and the clock."""
+
+    snapshot: Snapshot
+    pdbs: Sequence[PodDisruptionBudget]
+    nominator: PodNominator | None
+    now: float
 
 
 class PodNominator(Protocol):
@@ -94,6 +109,15 @@ class FilterPlugin(Plugin, Protocol):
 
 class PreScorePlugin(Plugin, Protocol):
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None: ...
+
+
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus, cluster: ClusterView
+    ) -> tuple[PostFilterResult | None, Status]:
+        """Called when Filter found no node. A Success result nominates its node; an Unschedulable
+        status says why this plugin could not help (a result may still clear a nomination)."""
+        ...
 
 
 class ScorePlugin(Plugin, Protocol):

@@ -9,8 +9,12 @@ from dataclasses import dataclass, field
 from podsched.api.types import Pod
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import (
+    ClusterView,
     FilterPlugin,
+    NodeToStatus,
     PodNominator,
+    PostFilterPlugin,
+    PostFilterResult,
     PreFilterExtensions,
     PreFilterPlugin,
     PreFilterResult,
@@ -48,9 +52,11 @@ class Framework:
         pre_score: Sequence[PreScorePlugin],
         score: Sequence[WeightedScorePlugin],
         nominator: PodNominator | None = None,
+        post_filter: Sequence[PostFilterPlugin] = (),
     ) -> None:
         self.pre_filter_plugins = list(pre_filter)
         self.filter_plugins = list(filters)
+        self.post_filter_plugins = list(post_filter)
         self.pre_score_plugins = list(pre_score)
         self.score_plugins = list(score)
         self.nominator = nominator
@@ -161,6 +167,37 @@ class Framework:
         if not added or status is not None:
             return status
         return self.run_filter_plugins(state, pod, node_info)
+
+    # --- PostFilter ----------------------------------------------------------------------------
+
+    def add_post_filter_plugin(self, plugin: PostFilterPlugin) -> None:
+        """Register a PostFilter plugin (after the others). PostFilter plugins get the framework
+        itself (their dry runs filter with its plugins), so they are added once it exists."""
+        self.post_filter_plugins.append(plugin)
+
+    def run_post_filter_plugins(
+        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus, cluster: ClusterView
+    ) -> tuple[PostFilterResult | None, Status]:
+        """RunPostFilterPlugins: the plugins in order until one succeeds (its result nominates) or
+        one says UnschedulableAndUnresolvable or fails; otherwise Unschedulable with every plugin's
+        reasons, and the last result a plugin gave (it may clear the pod's nomination)."""
+        result: PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
+        for plugin in self.post_filter_plugins:
+            plugin_result, status = plugin.post_filter(state, pod, node_to_status, cluster)
+            if status.is_success:
+                return plugin_result, status
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                status.plugin = plugin.name
+                return plugin_result, status
+            if not status.is_rejected:
+                return None, Status.error(plugin.name, status.message)
+            if plugin_result is not None:
+                result = plugin_result
+            reasons += status.reasons
+            rejector = rejector or plugin.name
+        return result, Status(Code.UNSCHEDULABLE, reasons, rejector)
 
     # --- Score ---------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from podsched.framework.events import QueueingHintMap, queueing_hint_map
 from podsched.framework.interface import PodNominator
 from podsched.framework.runtime import Framework, WeightedScorePlugin
 from podsched.plugins import names
+from podsched.plugins.default_preemption import DefaultPreemption
 from podsched.plugins.interpod_affinity import InterPodAffinity
 from podsched.plugins.node_affinity import NodeAffinity
 from podsched.plugins.node_name import NodeName
@@ -20,7 +21,7 @@ from podsched.plugins.node_resources import NodeResourcesBalancedAllocation, Nod
 from podsched.plugins.node_unschedulable import NodeUnschedulable
 from podsched.plugins.pod_topology_spread import PodTopologySpread
 from podsched.plugins.taint_toleration import TaintToleration
-from podsched.preemption.evaluator import DryRunExecutor, Evaluator
+from podsched.preemption.evaluator import DryRunExecutor
 from podsched.scheduler.schedule_one import SchedulingAlgorithm
 
 # (factory, default score weight or 0 if the plugin does not score), in upstream's MultiPoint order.
@@ -37,8 +38,14 @@ DEFAULT_PLUGINS: tuple[tuple[str, Callable[[], Any], int], ...] = (
 )
 
 
-def build_framework(config: SchedulerConfig, nominator: PodNominator | None) -> Framework:
-    """Instantiate the enabled plugins and sort them into extension points."""
+def build_framework(
+    config: SchedulerConfig,
+    nominator: PodNominator | None,
+    offset: Callable[[int], int] | None = None,
+    executor: DryRunExecutor | None = None,
+) -> Framework:
+    """Instantiate the enabled plugins and sort them into extension points. DefaultPreemption, the
+    PostFilter plugin, takes the candidate offset and the dry-run executor (None: its defaults)."""
     weights = dict(config.score_weights)
     pre_filter, filters, pre_score, score = [], [], [], []
     for name, factory, default_weight in DEFAULT_PLUGINS:
@@ -51,7 +58,12 @@ def build_framework(config: SchedulerConfig, nominator: PodNominator | None) -> 
             if hasattr(plugin, "pre_score") and config.plugin_enabled("preScore", name):
                 pre_score.append(plugin)
             score.append(WeightedScorePlugin(plugin, weights.get(name, default_weight)))
-    return Framework(pre_filter, filters, pre_score, score, nominator)
+    framework = Framework(pre_filter, filters, pre_score, score, nominator)
+    if config.preemption_enabled:
+        framework.add_post_filter_plugin(
+            DefaultPreemption(framework, config.preemption_args, offset=offset, executor=executor)
+        )
+    return framework
 
 
 def default_queueing_hints() -> QueueingHintMap:
@@ -67,8 +79,5 @@ def build_algorithm(
     rng: random.Random | None = None,
     executor: DryRunExecutor | None = None,
 ) -> SchedulingAlgorithm:
-    framework = build_framework(config, nominator)
-    evaluator = None
-    if config.preemption_enabled:
-        evaluator = Evaluator(framework, config.preemption_args, offset=offset, executor=executor)
-    return SchedulingAlgorithm(framework, evaluator, config.percentage_of_nodes_to_score, rng)
+    framework = build_framework(config, nominator, offset=offset, executor=executor)
+    return SchedulingAlgorithm(framework, config.percentage_of_nodes_to_score, rng)

@@ -1,5 +1,6 @@
 """One scheduling cycle for one pod (upstream schedule_one.go: schedulePod, findNodesThatFitPod,
-findNodesThatPassFilters, prioritizeNodes, selectHost) and its PostFilter.
+findNodesThatPassFilters, prioritizeNodes, selectHost) and, when no node fits, the framework's
+PostFilter plugins.
 
 Pure: it reads a snapshot and returns a decision. Binding, status patches and preemption's
 evictions are the caller's job (binder service or simulator)."""
@@ -12,11 +13,10 @@ from dataclasses import dataclass, field
 
 from podsched.api.types import Pod, PodDisruptionBudget
 from podsched.framework.cycle_state import CycleState
-from podsched.framework.interface import NodeToStatus, PodNominator, PostFilterResult
+from podsched.framework.interface import ClusterView, NodeToStatus, PodNominator, PostFilterResult
 from podsched.framework.node_info import NodeInfo, Snapshot
 from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
-from podsched.preemption.evaluator import Evaluator, PreemptionOutcome
 from podsched.scheduler.fit_error import FitError
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
@@ -50,7 +50,7 @@ class CycleResult:
     error: str = ""
     rejector_plugins: set[str] = field(default_factory=set)
     post_filter: PostFilterResult | None = None  # nominating info (None: leave nominatedNodeName as is)
-    preemption: PreemptionOutcome | None = None
+    post_filter_status: Status | None = None  # None: no PostFilter plugin ran
 
     @property
     def message(self) -> str:
@@ -65,12 +65,10 @@ class SchedulingAlgorithm:
     def __init__(
         self,
         framework: Framework,
-        evaluator: Evaluator | None,
         percentage_of_nodes_to_score: int = 0,
         rng: random.Random | None = None,
     ) -> None:
         self.framework = framework
-        self.evaluator = evaluator  # None: preemption disabled (no PostFilter)
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.rng = rng  # None: ties between top-scored nodes go to the first in node order
         self.next_start_node_index = 0
@@ -90,12 +88,11 @@ class SchedulingAlgorithm:
         if not feasible:
             fit_error = FitError(len(snapshot), diagnosis, pre_filter_msg)
             result = CycleResult(pod, fit_error=fit_error, rejector_plugins=rejectors)
-            if self.evaluator is not None:
-                outcome = self.evaluator.preempt(state, pod, diagnosis, snapshot, pdbs, nominator, now)
-                result.preemption = outcome
-                if outcome.status.code == Code.ERROR or outcome.status.message:
-                    fit_error.post_filter_msg = "preemption: " + outcome.status.message
-                result.post_filter = outcome.result
+            if self.framework.post_filter_plugins:
+                cluster = ClusterView(snapshot, pdbs, nominator, now)
+                post_filter, status = self.framework.run_post_filter_plugins(state, pod, diagnosis, cluster)
+                fit_error.post_filter_msg = status.message
+                result.post_filter, result.post_filter_status = post_filter, status
             return result
         evaluated = len(feasible) + len(diagnosis.statuses)
         if len(feasible) == 1:

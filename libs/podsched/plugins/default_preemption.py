@@ -1,0 +1,49 @@
+"""DefaultPreemption (pkg/scheduler/framework/plugins/defaultpreemption): the PostFilter plugin that
+preempts lower-priority pods, through the generic Evaluator (podsched.preemption.evaluator)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from podsched.api.types import Pod
+from podsched.framework.cycle_state import CycleState
+from podsched.framework.interface import ClusterView, NodeToStatus, PostFilterResult
+from podsched.framework.runtime import Framework
+from podsched.framework.status import Status
+from podsched.plugins import names
+from podsched.preemption.evaluator import DefaultPreemptionArgs, DryRunExecutor, Evaluator, PreemptionOutcome
+
+MESSAGE_PREFIX = "preemption: "
+
+
+class DefaultPreemption:
+    name = names.DEFAULT_PREEMPTION
+
+    def __init__(
+        self,
+        framework: Framework,
+        args: DefaultPreemptionArgs | None = None,
+        offset: Callable[[int], int] | None = None,
+        executor: DryRunExecutor | None = None,
+    ) -> None:
+        self.evaluator = Evaluator(framework, args, offset=offset, executor=executor)
+
+    def post_filter(
+        self, state: CycleState, pod: Pod, node_to_status: NodeToStatus, cluster: ClusterView
+    ) -> tuple[PostFilterResult | None, Status]:
+        outcome = self.evaluator.preempt(
+            state, pod, node_to_status, cluster.snapshot, cluster.pdbs, cluster.nominator, cluster.now
+        )
+        return post_filter_answer(outcome)
+
+
+def post_filter_answer(outcome: PreemptionOutcome) -> tuple[PostFilterResult | None, Status]:
+    """The Evaluator's outcome as DefaultPreemption's PostFilter answer: the result carries the
+    candidates, and a status with a message says "preemption: ..." (the FitError's last sentence)."""
+    result = outcome.result
+    if result is not None:
+        result.candidates = list(outcome.candidates)
+    status = outcome.status
+    if status.message:
+        status = Status(status.code, [MESSAGE_PREFIX + status.message], names.DEFAULT_PREEMPTION)
+    return result, status
