@@ -22,13 +22,13 @@ from prometheus_client import Counter, Histogram
 from podsched.api.types import Pod
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
+from podsched.fastpath.dry_run import VectorizedDryRun
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import ClusterView, NodeToStatus, PostFilterResult
 from podsched.framework.node_info import NodeInfo, Snapshot
-from podsched.framework.runtime import Framework
 from podsched.framework.status import Status
 from podsched.plugins.default_preemption import DefaultPreemption
-from podsched.plugins.registry import build_framework
+from podsched.preemption.evaluator import DryRunExecutor
 from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims
 from podsched.scheduler.fit_error import FitError
@@ -73,11 +73,10 @@ STALE_FILTER_RESULTS = Counter(
 
 @dataclass(frozen=True, slots=True)
 class ProfilePostFilter:
-    """One profile's PostFilter: its plugins (the dry run filters with them), its DefaultPreemption
-    args, and the vectorized path built from both."""
+    """One profile's PostFilter: its configuration (DefaultPreemption's args) and its algorithm, whose
+    framework the dry run filters with and whose column state the vectorized dry run reads."""
 
     config: SchedulerConfig
-    framework: Framework
     fast: FastSchedulingAlgorithm
 
 
@@ -111,7 +110,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         # goes to the worker pool. Both give the same answer (tests/unit/test_fastpath_equivalence.py).
         fast = build_fast_algorithm(profile, self.copy.nominator, offset=lambda n: 0)
         self.copy.cluster.listeners.append(fast.track_changes())
-        return ProfilePostFilter(profile, build_framework(profile, self.copy.nominator), fast)
+        return ProfilePostFilter(profile, fast)
 
     async def start(self) -> None:
         if self.pool is not None:
@@ -247,14 +246,11 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             fit_error = FitError(cycle.fit_error.num_all_nodes, cycle.fit_error.node_to_status)
             fit_error.pre_filter_msg = cycle.fit_error.pre_filter_msg
             answer = (cycle.post_filter, cycle.post_filter_status)
-        elif self.config.dry_run == "auto":
-            answer = profile.fast.post_filter(pod, diagnosis, snapshot, cluster.pdb_list(), self.copy.nominator, now)
-            span.set_attribute("podsched.dry_run_path", "vectorized" if answer else "workers")
         if answer is None:
-            answer = self._plain_preempt(profile, pod, request, diagnosis, snapshot, now)
+            answer = self._post_filter(profile, pod, request, diagnosis, snapshot, now, span)
         return self._response(pod, answer, fit_error, version, span, dry_run=bool(request.pod.pod_json))
 
-    def _plain_preempt(
+    def _post_filter(
         self,
         profile: ProfilePostFilter,
         pod: Pod,
@@ -262,14 +258,19 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         diagnosis: NodeToStatus,
         snapshot: Snapshot,
         now: float,
+        span: trace.Span,
     ) -> tuple[PostFilterResult | None, Status]:
-        """DefaultPreemption with the dry run over the worker pool (or in-process without workers)."""
+        """DefaultPreemption on the request's Filter outcome. The vectorized dry run (podsched.fastpath)
+        decides in-process whenever it applies (resource-only pods and clusters without inter-pod
+        affinity): at 5000 nodes it is ~35x faster than the plain SelectVictimsOnNode, more than the
+        workers' parallelism can win back. The rest goes to the worker pool (or runs in-process
+        without workers). Both give the same answer (tests/unit/test_fastpath_equivalence.py)."""
         cluster = self.copy.cluster
         version = self.copy.replica.version
         pods_by_uid = cluster.pods_by_uid
         assumed = [(n.pod_uid, n.node_name) for n in request.assumed_nominations]
         state = CycleState()
-        framework = profile.framework
+        framework = profile.fast.framework
 
         def run_shards(shards: Sequence[Sequence[NodeInfo]], wanted: int) -> list[list[NodeVictims]]:
             if self.pool is None:
@@ -279,15 +280,23 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
                 shards, wanted, request.pod.uid, request.pod.pod_json, version, now, pods_by_uid, assumed
             )
 
+        executor: DryRunExecutor = sharded_dry_run(run_shards, max(1, self.config.workers))
+        vectorized = None
+        if self.config.dry_run == "auto":
+            executor = vectorized = VectorizedDryRun(profile.fast.column_state, fallback=executor)
         preemption = DefaultPreemption(
             framework,
             profile.config.preemption_args,
             offset=lambda n: 0,  # deterministic: a dry run predicts exactly what the real apply does
-            executor=sharded_dry_run(run_shards, max(1, self.config.workers)),
+            executor=executor,
         )
         framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
         view = ClusterView(snapshot, cluster.pdb_list(), self.copy.nominator, now)
-        return preemption.post_filter(state, pod, diagnosis, view)
+        answer = preemption.post_filter(state, pod, diagnosis, view)
+        span.set_attribute(
+            "podsched.dry_run_path", "vectorized" if vectorized and vectorized.vectorized_runs else "workers"
+        )
+        return answer
 
     def _response(
         self,

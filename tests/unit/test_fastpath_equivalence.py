@@ -39,13 +39,15 @@ from podsched.api.types import (
 from podsched.api.types import NodeAffinity as NodeAffinitySpec
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
+from podsched.fastpath.dry_run import VectorizedDryRun
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import ClusterView, NodeToStatus, PostFilterResult
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
 from podsched.framework.resource import pod_requests
 from podsched.framework.status import Code, Status
+from podsched.plugins.default_preemption import DefaultPreemption
 from podsched.plugins.registry import build_algorithm
-from podsched.preemption.evaluator import DefaultPreemptionArgs
+from podsched.preemption.evaluator import DefaultPreemptionArgs, sequential_dry_run
 from podsched.queue.nominator import Nominator
 from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 from podsched.simulator.engine import Simulator
@@ -450,6 +452,22 @@ def describe(result: CycleResult) -> str:
 # --- single cycles --------------------------------------------------------------------------------
 
 
+def post_filter_on_columns(
+    fast: FastSchedulingAlgorithm,
+    config: SchedulerConfig,
+    state: CycleState,
+    pod: Pod,
+    diagnosis: NodeToStatus,
+    view: ClusterView,
+) -> tuple[tuple[PostFilterResult | None, Status], bool]:
+    """DefaultPreemption on a given Filter outcome, as the preemption service runs it: the dry run on
+    `fast`'s columns where they apply. Returns the answer and whether the columns decided."""
+    vectorized = VectorizedDryRun(fast.column_state, fallback=sequential_dry_run)
+    preemption = DefaultPreemption(fast.framework, config.preemption_args, offset=lambda n: 0, executor=vectorized)
+    answer = preemption.post_filter(state, pod, diagnosis, view)
+    return answer, vectorized.vectorized_runs > 0
+
+
 def run_cycles(k: Knobs, post_filter_alone: bool = False) -> None:
     """Schedule k.cycles random pods with both algorithms on one shared, changing cluster. With
     `post_filter_alone`, every failed cycle's Filter diagnosis is also handed to PostFilter alone,
@@ -483,10 +501,9 @@ def run_cycles(k: Knobs, post_filter_alone: bool = False) -> None:
             alone_plain.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
             view = ClusterView(snapshot, world.pdbs, world.nominator, NOW)
             want = alone_plain.framework.run_post_filter_plugins(state, pod, diagnosis, view)
-            got = alone_fast.post_filter(pod, diagnosis, snapshot, world.pdbs, world.nominator, NOW)
-            event("PostFilter alone: fast path" if got is not None else "PostFilter alone: not for the fast path")
-            if got is not None:
-                assert post_filter_outcome(*got) == post_filter_outcome(*want), context
+            got, vectorized = post_filter_on_columns(alone_fast, CONFIGS[k.config], state, pod, diagnosis, view)
+            event("PostFilter alone: fast path" if vectorized else "PostFilter alone: not for the fast path")
+            assert post_filter_outcome(*got) == post_filter_outcome(*want), context
         apply_decision(world, expected)
         if rng.random() < 0.3:
             disturb(world, rng, k)
@@ -588,11 +605,10 @@ def test_a_stale_diagnosis_gives_the_plain_evaluators_answer_node_by_node(with_c
     fast = build_fast_algorithm(SchedulerConfig(), nominator, offset=lambda n: 0)
     state = CycleState()
     plain.framework.run_pre_filter_plugins(state, preemptor, snapshot.node_info_list)
-    want = plain.framework.run_post_filter_plugins(
-        state, preemptor, diagnosis, ClusterView(snapshot, [], nominator, NOW)
-    )
-    got = fast.post_filter(preemptor, diagnosis, snapshot, [], nominator, NOW)
-    assert got is not None and post_filter_outcome(*got) == post_filter_outcome(*want)
+    view = ClusterView(snapshot, [], nominator, NOW)
+    want = plain.framework.run_post_filter_plugins(state, preemptor, diagnosis, view)
+    got, vectorized = post_filter_on_columns(fast, SchedulerConfig(), state, preemptor, diagnosis, view)
+    assert vectorized and post_filter_outcome(*got) == post_filter_outcome(*want)
     if with_candidates:
         assert want[0] is not None and sorted(c.node_name for c in want[0].candidates) == ["n0", "n1"]
     else:

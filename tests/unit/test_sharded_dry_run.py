@@ -11,9 +11,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from test_fastpath_equivalence import Workload, offsets, simulate, workloads
 
-from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo
-from podsched.preemption.evaluator import DryRunAccumulator
+from podsched.preemption.evaluator import DryRun
 from podsched.preemption.sharding import run_shard, sharded_dry_run, split
 from podsched.preemption.victims import NodeVictims
 from podsched.simulator.engine import Simulator
@@ -22,12 +21,12 @@ from podsched.simulator.engine import Simulator
 def in_process_executor(workers: int, calls: list[int]):  # type: ignore[no-untyped-def]
     """A sharded executor whose shards run here, one after another."""
 
-    def execute(framework, state: CycleState, pod, nodes, pdbs, now, accumulator: DryRunAccumulator) -> None:  # type: ignore[no-untyped-def]
+    def execute(run: DryRun) -> None:
         def run_shards(shards: Sequence[Sequence[NodeInfo]], wanted: int) -> list[list[NodeVictims]]:
             calls.append(len(shards))
-            return [run_shard(framework, state, pod, shard, pdbs, now, wanted) for shard in shards]
+            return [run_shard(run.framework, run.state, run.pod, shard, run.pdbs, run.now, wanted) for shard in shards]
 
-        sharded_dry_run(run_shards, workers)(framework, state, pod, nodes, pdbs, now, accumulator)
+        sharded_dry_run(run_shards, workers)(run)
 
     return execute
 

@@ -43,29 +43,22 @@ from podsched.api.types import (
 )
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath.columns import I64, SAFE_LIMIT, Bool, NodeColumns, Obj, RowCache, all_safe, request_is_safe
+from podsched.fastpath.dry_run import VectorizedDryRun
+from podsched.fastpath.fit_status import fit_statuses
 from podsched.fastpath.nominated import NominatedColumns, OutOfRange
 from podsched.fastpath.victims import (
-    CANDIDATE,
-    FILTERED,
-    NO_VICTIM_ERROR,
-    NO_VICTIMS,
-    ChunkOutcome,
-    NominatedLoad,
     ResourceCheck,
-    select_victims,
 )
 from podsched.framework.cycle_state import CycleState
-from podsched.framework.interface import MAX_NODE_SCORE, NodeToStatus, PodNominator, PostFilterResult
+from podsched.framework.interface import MAX_NODE_SCORE, NodeToStatus, PodNominator
 from podsched.framework.node_info import NodeInfo, Snapshot, pod_host_ports
 from podsched.framework.resource import non_zero_requests, pod_requests
 from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
 from podsched.plugins import names
-from podsched.plugins.default_preemption import DefaultPreemption, post_filter_answer
 from podsched.plugins.node_affinity import NodeAffinity
 from podsched.plugins.node_name import NodeName
 from podsched.plugins.node_resources import (
-    REASON_TOO_MANY_PODS,
     InsufficientResource,
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
@@ -73,17 +66,7 @@ from podsched.plugins.node_resources import (
 from podsched.plugins.node_unschedulable import NodeUnschedulable
 from podsched.plugins.registry import build_algorithm
 from podsched.plugins.taint_toleration import TaintToleration
-from podsched.preemption.eligibility import pod_eligible_to_preempt_others
-from podsched.preemption.evaluator import (
-    PREEMPTION_NOT_HELPFUL,
-    DryRunExecutor,
-    Evaluator,
-    PreemptionOutcome,
-    calculate_num_candidates,
-)
-from podsched.preemption.executor import nominations_to_clear
-from podsched.preemption.tie_breaks import Candidate
-from podsched.preemption.victims import NO_VICTIMS_MESSAGE
+from podsched.preemption.evaluator import DryRunExecutor, sequential_dry_run
 from podsched.queue.nominator import Nominator
 from podsched.scheduler.fit_error import FitError
 from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm, num_feasible_nodes_to_find
@@ -111,12 +94,10 @@ _EXPECTED_CLASSES: dict[str, type] = {
     names.NODE_RESOURCES_FIT: NodeResourcesFit,
     names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
 }
-_UNRESOLVABLE_BIT = 62  # in a resource-failure pattern; bits 0.. are the failing checks
 MAX_CHECKS = 60
 # Up to this many changed rows, cached per-row values are recomputed by the plugins themselves.
 FEW_ROWS = 16
 _NO_ROWS: I64 = np.zeros(0, np.int64)
-MIN_DRY_RUN_CHUNK = 64
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,14 +109,6 @@ class _Profile:
     fit_filter: Any  # the NodeResourcesFit plugin when it filters, else None
     scores: tuple[tuple[str, Any, int], ...]  # (name, plugin, weight) of the scores that can count
     balanced_pre_score: bool
-
-
-def _preemption_of(framework: Framework) -> DefaultPreemption | None:
-    """The framework's DefaultPreemption when it is its only PostFilter plugin, else None."""
-    plugins = framework.post_filter_plugins
-    if len(plugins) == 1 and type(plugins[0]) is DefaultPreemption:
-        return plugins[0]
-    return None
 
 
 def _profile_of(framework: Framework) -> _Profile | None:
@@ -176,8 +149,6 @@ def _profile_of(framework: Framework) -> _Profile | None:
             return None
         if name not in SKIPPED_SCORES:
             scores.append((name, entry.plugin, entry.weight))
-    if framework.post_filter_plugins and _preemption_of(framework) is None:
-        return None
     return _Profile(
         static_filters=tuple(p for p in framework.filter_plugins if p.name in STATIC_FILTERS),
         node_affinity_pre_filter=names.NODE_AFFINITY in pre_filter,
@@ -347,123 +318,27 @@ def _object_array(items: Sequence[object]) -> Obj:
     return array
 
 
-class FastSchedulingAlgorithm:
-    """Same contract as SchedulingAlgorithm.schedule; see the module docstring for what it handles.
+class ColumnState:
+    """What the column strategy keeps across cycles, shared by the vectorized cycle and the vectorized
+    dry run (fastpath.dry_run): the node columns, the nominated pods' load per row, and the profile
+    of the framework it serves."""
 
-    One difference in form, not in content: nodes failing for the same reasons share one Status
-    object in the FitError's NodeToStatus (the plain path builds one per node); treat them as
-    read-only, as every consumer in podsched does.
-
-    The node columns persist across cycles. Keep them fresh either by doing nothing (every cycle
-    compares NodeInfo generations) or, cheaper, with `track_changes()` plus one `mark_dirty` per
-    changed node (a `Cluster` listener: `on_cluster_change`)."""
-
-    def __init__(self, plain: SchedulingAlgorithm, columns: NodeColumns | None = None) -> None:
-        self.plain = plain
-        self.framework = plain.framework
+    def __init__(self, columns: NodeColumns | None = None) -> None:
         self.columns = columns or NodeColumns()
         self._nominated = NominatedColumns()
-        self._profile = _profile_of(plain.framework)
-        self._preemption = _preemption_of(plain.framework)
-        self.fast_cycles = 0
-        self.delegated_cycles = 0
+        self.framework: Framework | None = None
+        self.profile: _Profile | None = None
 
-    # --- shared state with the plain path ---------------------------------------------------
+    def attach(self, framework: Framework) -> None:
+        """Serve this framework (built after the dry-run executor that holds this state)."""
+        self.framework = framework
+        self.profile = _profile_of(framework)
 
-    @property
-    def next_start_node_index(self) -> int:
-        return self.plain.next_start_node_index
-
-    @next_start_node_index.setter
-    def next_start_node_index(self, value: int) -> None:
-        self.plain.next_start_node_index = value
-
-    # --- freshness ---------------------------------------------------------------------------
-
-    def track_changes(self) -> Callable[[Any], None]:
-        """Switch to reported changes; returns the `Cluster` listener to register."""
-        self.columns.track_changes()
-        return self.columns.on_cluster_change
-
-    def mark_dirty(self, node_name: str) -> None:
-        self.columns.mark_dirty(node_name)
-
-    def on_cluster_change(self, change: Any) -> None:
-        self.columns.on_cluster_change(change)
-
-    # --- the cycle ---------------------------------------------------------------------------
-
-    def handles(self, pod: Pod) -> bool:
-        """Whether the pod itself is one the fast path can schedule (the cluster may still send
-        the cycle to the plain path)."""
-        return self._profile is not None and _pod_shape(pod, self._profile) is not None
-
-    def schedule(
-        self,
-        pod: Pod,
-        snapshot: Snapshot,
-        pdbs: Sequence[PodDisruptionBudget],
-        nominator: PodNominator | None,
-        now: float,
-    ) -> CycleResult:
-        result = self.schedule_vectorized(pod, snapshot, pdbs, nominator, now)
-        if result is None:
-            return self._delegate(pod, snapshot, pdbs, nominator, now)
-        return result
-
-    def schedule_vectorized(
-        self,
-        pod: Pod,
-        snapshot: Snapshot,
-        pdbs: Sequence[PodDisruptionBudget],
-        nominator: PodNominator | None,
-        now: float,
-    ) -> CycleResult | None:
-        """`schedule` when the vectorized cycle applies to this pod on this cluster; None (and nothing
-        done) when only the plain path can decide it."""
-        inputs = self._fast_inputs(pod, snapshot)
-        if inputs is None:
-            return None
-        profile, shape, load = inputs
-        self.fast_cycles += 1
-        return self._schedule(pod, shape, profile, load, snapshot, pdbs, nominator, now)
-
-    def post_filter(
-        self,
-        pod: Pod,
-        diagnosis: NodeToStatus,
-        snapshot: Snapshot,
-        pdbs: Sequence[PodDisruptionBudget],
-        nominator: PodNominator | None,
-        now: float,
-    ) -> tuple[PostFilterResult | None, Status] | None:
-        """PostFilter alone, for a Filter outcome computed elsewhere (the filter service's): the
-        vectorized dry run over the nodes the diagnosis calls Unschedulable. None when the fast path
-        does not apply to this pod or cluster; the caller then runs the plain Evaluator, which gives
-        the same answer."""
-        preemption = self._preemption
-        inputs = self._fast_inputs(pod, snapshot) if preemption is not None else None
-        if preemption is None or inputs is None:
-            return None
-        _, shape, load = inputs
-        columns = self.columns
-        codes = np.full(columns.n, int(diagnosis.absent.code), np.int64)
-        index = columns.index
-        for node_name, status in diagnosis.statuses.items():
-            row = index.get(node_name)
-            if row is not None:
-                codes[row] = int(status.code)
-        self.fast_cycles += 1
-        evaluator = preemption.evaluator
-        return post_filter_answer(
-            self._preempt(evaluator, pod, shape, load, diagnosis, codes, snapshot, pdbs, nominator, now)
-        )
-
-    def _fast_inputs(self, pod: Pod, snapshot: Snapshot) -> tuple[_Profile, _PodShape, _Load | None] | None:
+    def inputs(self, pod: Pod, snapshot: Snapshot) -> tuple[_Profile, _PodShape, _Load | None] | None:
         """What the vectorized cycle needs, with the columns synced to `snapshot`; None when the fast
         path does not apply (a plugin set, pod or cluster it does not model, or an amount outside the
         exact range), and the plain path decides."""
-        profile = self._profile
+        profile = self.profile
         shape = _pod_shape(pod, profile) if profile is not None and len(snapshot) else None
         if profile is None or shape is None:
             return None
@@ -476,22 +351,11 @@ class FastSchedulingAlgorithm:
         except _OutOfRange:
             return None
 
-    def _delegate(
-        self,
-        pod: Pod,
-        snapshot: Snapshot,
-        pdbs: Sequence[PodDisruptionBudget],
-        nominator: PodNominator | None,
-        now: float,
-    ) -> CycleResult:
-        self.delegated_cycles += 1
-        return self.plain.schedule(pod, snapshot, pdbs, nominator, now)
-
     def _nominated_load(self, pod: Pod, shape: _PodShape) -> _Load | None:
         """(rows, pod counts, amounts per check) of the nominated pods that Filter adds to their
         node: priority >= the pod's, not the pod itself. None if there are none. Raises
         _OutOfRange if one of them has a request outside the exact range."""
-        nominator = self.framework.nominator
+        nominator = self.framework.nominator if self.framework is not None else None
         if nominator is None:
             return None
         if isinstance(nominator, Nominator):
@@ -526,6 +390,100 @@ class FastSchedulingAlgorithm:
         rows = np.fromiter(loads.keys(), np.int64, len(loads))
         table = np.array(list(loads.values()), np.int64).reshape(len(loads), 1 + len(shape.checks))
         return rows, table[:, 0].copy(), [table[:, k + 1].copy() for k in range(len(shape.checks))]
+
+
+class FastSchedulingAlgorithm:
+    """Same contract as SchedulingAlgorithm.schedule; see the module docstring for what it handles.
+
+    One difference in form, not in content: nodes failing for the same reasons share one Status
+    object in the FitError's NodeToStatus (the plain path builds one per node); treat them as
+    read-only, as every consumer in podsched does.
+
+    The node columns persist across cycles. Keep them fresh either by doing nothing (every cycle
+    compares NodeInfo generations) or, cheaper, with `track_changes()` plus one `mark_dirty` per
+    changed node (a `Cluster` listener: `on_cluster_change`)."""
+
+    def __init__(self, plain: SchedulingAlgorithm, column_state: ColumnState | None = None) -> None:
+        self.plain = plain
+        self.framework = plain.framework
+        self.column_state = column_state or ColumnState()
+        if self.column_state.framework is None:
+            self.column_state.attach(plain.framework)
+        self.columns = self.column_state.columns
+        self.fast_cycles = 0
+        self.delegated_cycles = 0
+
+    # --- shared state with the plain path ---------------------------------------------------
+
+    @property
+    def next_start_node_index(self) -> int:
+        return self.plain.next_start_node_index
+
+    @next_start_node_index.setter
+    def next_start_node_index(self, value: int) -> None:
+        self.plain.next_start_node_index = value
+
+    # --- freshness ---------------------------------------------------------------------------
+
+    def track_changes(self) -> Callable[[Any], None]:
+        """Switch to reported changes; returns the `Cluster` listener to register."""
+        self.columns.track_changes()
+        return self.columns.on_cluster_change
+
+    def mark_dirty(self, node_name: str) -> None:
+        self.columns.mark_dirty(node_name)
+
+    def on_cluster_change(self, change: Any) -> None:
+        self.columns.on_cluster_change(change)
+
+    # --- the cycle ---------------------------------------------------------------------------
+
+    def handles(self, pod: Pod) -> bool:
+        """Whether the pod itself is one the fast path can schedule (the cluster may still send
+        the cycle to the plain path)."""
+        profile = self.column_state.profile
+        return profile is not None and _pod_shape(pod, profile) is not None
+
+    def schedule(
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> CycleResult:
+        result = self.schedule_vectorized(pod, snapshot, pdbs, nominator, now)
+        if result is None:
+            return self._delegate(pod, snapshot, pdbs, nominator, now)
+        return result
+
+    def schedule_vectorized(
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> CycleResult | None:
+        """`schedule` when the vectorized cycle applies to this pod on this cluster; None (and nothing
+        done) when only the plain path can decide it."""
+        inputs = self.column_state.inputs(pod, snapshot)
+        if inputs is None:
+            return None
+        profile, shape, load = inputs
+        self.fast_cycles += 1
+        return self._schedule(pod, shape, profile, load, snapshot, pdbs, nominator, now)
+
+    def _delegate(
+        self,
+        pod: Pod,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> CycleResult:
+        self.delegated_cycles += 1
+        return self.plain.schedule(pod, snapshot, pdbs, nominator, now)
 
     def _static_filter(self, pod: Pod, shape: _PodShape, profile: _Profile) -> RowCache:
         """Per row: 0 if the node-static filters pass, else the index of the interned status."""
@@ -819,23 +777,6 @@ class FastSchedulingAlgorithm:
 
     # --- failure: diagnosis and PostFilter ---------------------------------------------------
 
-    def _resource_status(self, pattern: int, checks: Sequence[ResourceCheck]) -> Status:
-        reasons = [REASON_TOO_MANY_PODS] if pattern & 1 else []
-        reasons += [check.reason for k, check in enumerate(checks) if pattern >> (k + 1) & 1]
-        code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if pattern >> _UNRESOLVABLE_BIT & 1 else Code.UNSCHEDULABLE
-        return Status(code, reasons, names.NODE_RESOURCES_FIT)
-
-    def _resource_statuses(
-        self, fails: Sequence[Bool], unresolvable: Bool, checks: Sequence[ResourceCheck]
-    ) -> tuple[I64, list[Status]]:
-        """Group the rows (all failing) by which resources failed: (status index per row, statuses)."""
-        pattern = np.zeros(fails[0].size, np.int64)
-        for k, fail in enumerate(fails):
-            pattern |= fail.astype(np.int64) << k
-        pattern |= unresolvable.astype(np.int64) << _UNRESOLVABLE_BIT
-        unique, inverse = np.unique(pattern, return_inverse=True)
-        return inverse.reshape(-1), [self._resource_status(int(p), checks) for p in unique.tolist()]
-
     def _fail(
         self,
         pod: Pod,
@@ -854,7 +795,6 @@ class FastSchedulingAlgorithm:
         columns = self.columns
         n = columns.n
         status_of: Obj = np.empty(n, object)
-        codes = np.zeros(n, np.int64)
         static_index = static.arrays["status"]
         static_fail = static_index != 0
         used: list[Status] = []
@@ -864,7 +804,6 @@ class FastSchedulingAlgorithm:
             copies = [None] + [Status(s.code, list(s.reasons), s.plugin) for s in interned.statuses if s is not None]
             rows = np.flatnonzero(static_fail)
             status_of[rows] = _object_array(copies)[static_index[rows]]
-            codes[rows] = np.array([0] + [int(s.code) for s in copies if s is not None], np.int64)[static_index[rows]]
             used += [s for i in np.unique(static_index[rows]).tolist() if (s := copies[i]) is not None]
         fit_fails = self._fit_fails(shape, profile, load)
         resource_rows = np.flatnonzero(np.logical_or.reduce(fit_fails) & ~static_fail)
@@ -873,9 +812,8 @@ class FastSchedulingAlgorithm:
             unresolvable = np.zeros(resource_rows.size, np.bool_)
             for check, fail in zip(shape.checks, fails[1:], strict=True):
                 unresolvable |= fail & (check.value > columns.allocatable(check.resource)[resource_rows])
-            index, resource_statuses = self._resource_statuses(fails, unresolvable, shape.checks)
+            index, resource_statuses = fit_statuses(fails, unresolvable, shape.checks)
             status_of[resource_rows] = _object_array(resource_statuses)[index]
-            codes[resource_rows] = np.array([int(s.code) for s in resource_statuses], np.int64)[index]
             used += resource_statuses
         # Inserted in the order the plain path visits the nodes: round-robin from `start`.
         node_names = columns.names.tolist()
@@ -886,179 +824,13 @@ class FastSchedulingAlgorithm:
         rejectors = {status.plugin for status in used if status.plugin}
         fit_error = FitError(n, diagnosis, "")
         result = CycleResult(pod, fit_error=fit_error, rejector_plugins=rejectors)
-        if self._preemption is not None:
-            evaluator = self._preemption.evaluator
-            outcome = self._preempt(evaluator, pod, shape, load, diagnosis, codes, snapshot, pdbs, nominator, now)
-            post_filter, status = post_filter_answer(outcome)
-            fit_error.post_filter_msg = status.message
-            result.post_filter, result.post_filter_status = post_filter, status
+        if self.framework.post_filter_plugins:
+            # PostFilter reads the cycle state PreFilter leaves (the vectorized dry run needs none, but
+            # a pod slot out of the exact range sends the rest of the dry run node by node).
+            state = CycleState()
+            self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+            self.plain.run_post_filter(result, state, snapshot, pdbs, nominator, now)
         return result
-
-    def _preempt(
-        self,
-        evaluator: Evaluator,
-        pod: Pod,
-        shape: _PodShape,
-        load: _Load | None,
-        diagnosis: NodeToStatus,
-        codes: I64,
-        snapshot: Snapshot,
-        pdbs: Sequence[PodDisruptionBudget],
-        nominator: PodNominator | None,
-        now: float,
-    ) -> PreemptionOutcome:
-        """Evaluator.preempt, with the dry run vectorized (see fastpath.victims)."""
-        # 1. Eligibility.
-        nominated = pod.status.nominated_node_name
-        nominated_status = diagnosis.get(nominated) if nominated else None
-        eligible, message = pod_eligible_to_preempt_others(pod, snapshot, nominated_status)
-        if not eligible:
-            return PreemptionOutcome(None, Status(Code.UNSCHEDULABLE, [message]))
-
-        # 2. Candidates among the nodes whose status is exactly Unschedulable, from a random offset.
-        columns = self.columns
-        potential = np.flatnonzero(codes == Code.UNSCHEDULABLE)
-        chunks: list[ChunkOutcome] = []
-        limit = 0
-        if potential.size:
-            limit = calculate_num_candidates(potential.size, evaluator.args)
-            offset = evaluator.offset(int(potential.size))
-            ordered = np.roll(potential, -(offset % potential.size))
-            nominated_load = None
-            if load is not None:
-                rows, counts, amounts = load
-                dense_count = np.zeros(columns.n, np.int64)
-                dense_count[rows] = counts
-                dense = []
-                for amount in amounts:
-                    column = np.zeros(columns.n, np.int64)
-                    column[rows] = amount
-                    dense.append(column)
-                nominated_load = NominatedLoad(dense_count, dense)
-            found = self._dry_run(shape, ordered, limit, nominated_load, pdbs, now, chunks)
-            if found is None:  # a pod outside the exact range: the plain evaluator, same offset
-                return self._plain_preempt(evaluator, offset, pod, diagnosis, snapshot, pdbs, nominator, now)
-
-        non_violating: list[tuple[ChunkOutcome, I64]] = []
-        violating: list[tuple[ChunkOutcome, I64]] = []
-        taken_clean = taken_dirty = 0
-        errors: list[str] = []
-        for chunk in chunks:
-            candidate = chunk.kind == CANDIDATE
-            clean = np.flatnonzero(candidate & (chunk.violations == 0))[: limit - taken_clean]
-            dirty = np.flatnonzero(candidate & (chunk.violations > 0))[: limit - taken_dirty]
-            taken_clean += clean.size
-            taken_dirty += dirty.size
-            non_violating.append((chunk, clean))
-            violating.append((chunk, dirty))
-            for i in np.flatnonzero(chunk.kind == NO_VICTIM_ERROR).tolist():
-                errors.append(f'expected at least one victim pod on node "{columns.names[chunk.rows[i]]}"')
-        chosen = [(chunk, part) for chunk, part in non_violating + violating if part.size]
-        if errors and not chosen:
-            return PreemptionOutcome(None, Status(Code.ERROR, [errors[0]]))
-
-        # 3. No candidate: explain per node, and clear any earlier nomination.
-        if not chosen:
-            statuses = self._dry_run_statuses(shape, chunks)
-            statuses.absent = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, [PREEMPTION_NOT_HELPFUL])
-            # Upstream counts every node here: nodes never potential are "not helpful".
-            fit_error = FitError(columns.n, statuses)
-            return PreemptionOutcome(
-                PostFilterResult(nominated_node_name=""), Status(Code.UNSCHEDULABLE, [fit_error.message()])
-            )
-
-        # 5. pickOneNodeForPreemption on the candidates' vectorized tie-break inputs.
-        candidates: list[Candidate] = []
-        for chunk, part in chosen:
-            counts = chunk.victim_count[part]
-            victims = chunk.victims[part, : int(counts.max())].tolist()
-            if int(counts.min()) != len(victims[0]):
-                victims = [row[:count] for row, count in zip(victims, counts.tolist(), strict=True)]
-            candidates += map(
-                Candidate, columns.names[chunk.rows[part]].tolist(), victims, chunk.violations[part].tolist()
-            )
-        best = candidates[_pick_one(chosen)]
-
-        # 6. What the caller must actuate: victims, and lower-priority pods nominated to the node.
-        lower_nominated = nominations_to_clear(nominator, pod, best.node_name, best.victims)
-        result = PostFilterResult(best.node_name, list(best.victims), lower_nominated)
-        return PreemptionOutcome(result, Status(Code.SUCCESS), candidates)
-
-    def _dry_run(
-        self,
-        shape: _PodShape,
-        ordered: I64,
-        limit: int,
-        nominated_load: NominatedLoad | None,
-        pdbs: Sequence[PodDisruptionBudget],
-        now: float,
-        chunks: list[ChunkOutcome],
-    ) -> bool | None:
-        """Evaluate nodes in dry-run order, chunk by chunk, until the DryRunAccumulator would stop:
-        at least one PDB-free candidate and `limit` candidates in all (each list capped at
-        `limit`). Returns None if a pod slot is outside the exact range."""
-        columns = self.columns
-        non_violating = 0
-        violating = 0
-        position = 0
-        size = max(limit, MIN_DRY_RUN_CHUNK)
-        while position < ordered.size:
-            rows = ordered[position : position + size]
-            if not columns.ensure_slots(rows):
-                return None
-            chunk = select_victims(columns, rows, shape.priority, shape.checks, nominated_load, pdbs, now)
-            candidate = chunk.kind == CANDIDATE
-            clean = np.minimum(non_violating + np.cumsum(candidate & (chunk.violations == 0)), limit)
-            dirty = np.minimum(violating + np.cumsum(candidate & (chunk.violations > 0)), limit)
-            stop = np.flatnonzero((clean >= 1) & (clean + dirty >= limit))
-            if stop.size:
-                chunks.append(chunk.truncate(int(stop[0]) + 1))
-                return True
-            chunks.append(chunk)
-            non_violating = int(clean[-1])
-            violating = int(dirty[-1])
-            position += size
-            size *= 2
-        return True
-
-    def _dry_run_statuses(self, shape: _PodShape, chunks: Sequence[ChunkOutcome]) -> NodeToStatus:
-        """Per node of the dry run (in its order), the status the accumulator records."""
-        statuses = NodeToStatus()
-        no_victims = Status.unresolvable("", NO_VICTIMS_MESSAGE)
-        names_of = self.columns.names
-        for chunk in chunks:
-            status_of: Obj = np.empty(chunk.rows.size, object)
-            filtered = np.flatnonzero(chunk.kind == FILTERED)
-            if filtered.size:
-                index, resource_statuses = self._resource_statuses(
-                    [f[filtered] for f in chunk.fit_fails], chunk.unresolvable[filtered], shape.checks
-                )
-                status_of[filtered] = _object_array(resource_statuses)[index]
-            status_of[chunk.kind == NO_VICTIMS] = no_victims
-            for i in np.flatnonzero(chunk.kind == NO_VICTIM_ERROR).tolist():
-                message = f'expected at least one victim pod on node "{names_of[chunk.rows[i]]}"'
-                status_of[i] = Status(Code.ERROR, [message])
-            recorded = np.flatnonzero(chunk.kind != CANDIDATE)
-            statuses.statuses.update(
-                zip(names_of[chunk.rows[recorded]].tolist(), status_of[recorded].tolist(), strict=True)
-            )
-        return statuses
-
-    def _plain_preempt(
-        self,
-        evaluator: Evaluator,
-        offset: int,
-        pod: Pod,
-        diagnosis: NodeToStatus,
-        snapshot: Snapshot,
-        pdbs: Sequence[PodDisruptionBudget],
-        nominator: PodNominator | None,
-        now: float,
-    ) -> PreemptionOutcome:
-        state = CycleState()
-        self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
-        pinned = Evaluator(self.framework, evaluator.args, offset=lambda _n: offset, executor=evaluator.executor)
-        return pinned.preempt(state, pod, diagnosis, snapshot, pdbs, nominator, now)
 
 
 def _run_filters(plugins: Sequence[Any], state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -1085,29 +857,6 @@ def _balanced_allocation(cpu_requested: I64, memory_requested: I64, cpu_capacity
     return score
 
 
-def _pick_one(chosen: Sequence[tuple[ChunkOutcome, I64]]) -> int:
-    """pickOneNodeForPreemption with default_score_funcs, on arrays: each criterion keeps the best
-    candidates and the first remaining one (dry-run order) wins."""
-
-    def gather(values: Callable[[ChunkOutcome], npt.NDArray[Any]]) -> npt.NDArray[Any]:
-        return np.concatenate([values(chunk)[part] for chunk, part in chosen])
-
-    criteria: tuple[Callable[[], npt.NDArray[Any]], ...] = (
-        lambda: gather(lambda c: -c.violations),  # fewest PDB violations
-        lambda: gather(lambda c: -c.top_priority),  # lowest highest-victim priority
-        lambda: gather(lambda c: -c.priority_sum),  # lowest sum of (priority + 2**31)
-        lambda: gather(lambda c: -c.victim_count),  # fewest victims
-        lambda: gather(lambda c: c.earliest_top_start),  # latest start of the top-priority victims
-    )
-    remaining = np.arange(sum(part.size for _, part in chosen))
-    for criterion in criteria:
-        if remaining.size == 1:
-            break
-        values = criterion()[remaining]
-        remaining = remaining[values == values.max()]
-    return int(remaining[0])
-
-
 def build_fast_algorithm(
     config: SchedulerConfig,
     nominator: PodNominator | None,
@@ -1115,5 +864,10 @@ def build_fast_algorithm(
     rng: random.Random | None = None,
     executor: DryRunExecutor | None = None,
 ) -> FastSchedulingAlgorithm:
-    """The plain algorithm of `build_algorithm(...)` wrapped by the fast path."""
-    return FastSchedulingAlgorithm(build_algorithm(config, nominator, offset=offset, rng=rng, executor=executor))
+    """The plain algorithm of `build_algorithm(...)` wrapped by the fast path; its DefaultPreemption
+    runs the dry run on the columns where they apply, else with `executor`."""
+    state = ColumnState()
+    vectorized = VectorizedDryRun(state, executor or sequential_dry_run)
+    plain = build_algorithm(config, nominator, offset=offset, rng=rng, executor=vectorized)
+    state.attach(plain.framework)
+    return FastSchedulingAlgorithm(plain, state)

@@ -87,25 +87,34 @@ class DryRunAccumulator:
         return self.non_violating + self.violating
 
 
-# Evaluates nodes in the given order and feeds each outcome to the accumulator until it says stop.
-# The default runs in-process; the preemption service supplies one that fans out to workers.
-DryRunExecutor = Callable[
-    [Framework, CycleState, Pod, Sequence[NodeInfo], Sequence[PodDisruptionBudget], float, DryRunAccumulator], None
-]
+@dataclass(frozen=True, slots=True)
+class DryRun:
+    """One dry run: SelectVictimsOnNode for `pod` on `nodes` in this order (the candidate offset
+    applied), each outcome fed to `accumulator` until it says stop. `state` is the cycle's state
+    after PreFilter over `snapshot`."""
+
+    framework: Framework
+    state: CycleState
+    pod: Pod
+    snapshot: Snapshot
+    nodes: Sequence[NodeInfo]
+    pdbs: Sequence[PodDisruptionBudget]
+    now: float
+    accumulator: DryRunAccumulator
 
 
-def sequential_dry_run(
-    framework: Framework,
-    state: CycleState,
-    pod: Pod,
-    nodes_in_order: Sequence[NodeInfo],
-    pdbs: Sequence[PodDisruptionBudget],
-    now: float,
-    accumulator: DryRunAccumulator,
-) -> None:
-    for node_info in nodes_in_order:
-        outcome = select_victims_on_node(framework, state.clone(), pod, node_info.clone(), pdbs, now)
-        if accumulator.add(outcome):
+# Runs a dry run. The default runs in-process node by node; the preemption service supplies one
+# that fans out to workers, and the column strategy (podsched.fastpath) one that decides many
+# nodes at once.
+DryRunExecutor = Callable[[DryRun], None]
+
+
+def sequential_dry_run(run: DryRun) -> None:
+    for node_info in run.nodes:
+        outcome = select_victims_on_node(
+            run.framework, run.state.clone(), run.pod, node_info.clone(), run.pdbs, run.now
+        )
+        if run.accumulator.add(outcome):
             return
 
 
@@ -157,7 +166,7 @@ class Evaluator:
             offset = self.offset(len(potential))
             ordered = [potential[(offset + i) % len(potential)] for i in range(len(potential))]
             accumulator = DryRunAccumulator(n)
-            self.executor(self.framework, state, pod, ordered, pdbs, now, accumulator)
+            self.executor(DryRun(self.framework, state, pod, snapshot, ordered, pdbs, now, accumulator))
         candidates = accumulator.candidates
         if accumulator.errors and not candidates:
             return PreemptionOutcome(None, Status(Code.ERROR, [accumulator.errors[0]]))

@@ -18,7 +18,7 @@ from podsched.api.types import Pod, PodDisruptionBudget
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.runtime import Framework
-from podsched.preemption.evaluator import DryRunAccumulator, DryRunExecutor
+from podsched.preemption.evaluator import DryRun, DryRunExecutor
 from podsched.preemption.victims import NodeVictims, select_victims_on_node
 
 # Runs each shard (a list of nodes, in order) with the wanted candidate count; returns, per shard,
@@ -42,15 +42,8 @@ def split(nodes: Sequence[NodeInfo], parts: int) -> list[Sequence[NodeInfo]]:
 def sharded_dry_run(run_shards: ShardRunner, workers: int) -> DryRunExecutor:
     """A DryRunExecutor that hands windows of the ordered nodes to `run_shards`."""
 
-    def execute(
-        framework: Framework,
-        state: CycleState,
-        pod: Pod,
-        nodes_in_order: Sequence[NodeInfo],
-        pdbs: Sequence[PodDisruptionBudget],
-        now: float,
-        accumulator: DryRunAccumulator,
-    ) -> None:
+    def execute(run: DryRun) -> None:
+        nodes_in_order, accumulator = run.nodes, run.accumulator
         position = 0
         window = max(accumulator.n, 1)
         while position < len(nodes_in_order):

@@ -89,10 +89,7 @@ class SchedulingAlgorithm:
             fit_error = FitError(len(snapshot), diagnosis, pre_filter_msg)
             result = CycleResult(pod, fit_error=fit_error, rejector_plugins=rejectors)
             if self.framework.post_filter_plugins:
-                cluster = ClusterView(snapshot, pdbs, nominator, now)
-                post_filter, status = self.framework.run_post_filter_plugins(state, pod, diagnosis, cluster)
-                fit_error.post_filter_msg = status.message
-                result.post_filter, result.post_filter_status = post_filter, status
+                self.run_post_filter(result, state, snapshot, pdbs, nominator, now)
             return result
         evaluated = len(feasible) + len(diagnosis.statuses)
         if len(feasible) == 1:
@@ -101,6 +98,24 @@ class SchedulingAlgorithm:
             return CycleResult(pod, error="PreScore failed")
         scores = self.framework.run_score_plugins(state, pod, feasible)
         return CycleResult(pod, self._select_host(feasible, scores), evaluated, len(feasible))
+
+    def run_post_filter(
+        self,
+        result: CycleResult,
+        state: CycleState,
+        snapshot: Snapshot,
+        pdbs: Sequence[PodDisruptionBudget],
+        nominator: PodNominator | None,
+        now: float,
+    ) -> None:
+        """PostFilter for a cycle that found no node (`result` holds its FitError): the plugins'
+        answer goes into the result, their message into the FitError's last sentence."""
+        assert result.fit_error is not None
+        cluster = ClusterView(snapshot, pdbs, nominator, now)
+        node_to_status = result.fit_error.node_to_status
+        post_filter, status = self.framework.run_post_filter_plugins(state, result.pod, node_to_status, cluster)
+        result.fit_error.post_filter_msg = status.message
+        result.post_filter, result.post_filter_status = post_filter, status
 
     def _find_nodes_that_fit(
         self, state: CycleState, pod: Pod, snapshot: Snapshot
