@@ -28,6 +28,7 @@ from podsched.fastpath.victims import (
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Status
 from podsched.preemption.evaluator import DryRun, DryRunExecutor
+from podsched.preemption.tie_breaks import VictimSummary
 from podsched.preemption.victims import NO_VICTIMS_MESSAGE, NodeVictims
 
 if TYPE_CHECKING:
@@ -103,10 +104,22 @@ def _outcomes(chunk: ChunkOutcome, nodes: Sequence[NodeInfo], checks: Sequence[R
     no_victims = Status.unresolvable("", NO_VICTIMS_MESSAGE)
     counts = chunk.victim_count.tolist()
     violations = chunk.violations.tolist()
+    summaries = list(
+        map(
+            VictimSummary,
+            chunk.top_priority.tolist(),
+            chunk.priority_sum.tolist(),
+            chunk.earliest_top_start.tolist(),
+        )
+    )
+    widest = max(counts, default=0)
+    victims = chunk.victims[:, :widest].tolist()  # one conversion for the chunk, then cut per node
     for i, kind in enumerate(kinds):
         name = nodes[i].name
         if kind == CANDIDATE:
-            yield NodeVictims(name, chunk.victims[i, : counts[i]].tolist(), violations[i], None)
+            count = counts[i]
+            row = victims[i] if count == widest else victims[i][:count]
+            yield NodeVictims(name, row, violations[i], None, summaries[i])
         elif kind == NO_VICTIMS:
             yield NodeVictims(name, [], 0, no_victims)
         elif kind == FILTERED:

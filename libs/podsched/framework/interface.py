@@ -49,9 +49,12 @@ class NodeToStatus:
 
     def nodes_with_code(self, code: Code, all_nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
         """NodesForStatusCode: nodes (in snapshot order) whose status has exactly this code."""
+        statuses = self.statuses
         if self.absent.code == code:
-            return [n for n in all_nodes if self.get(n.name).code == code]
-        return [n for n in all_nodes if n.name in self.statuses and self.statuses[n.name].code == code]
+            absent = self.absent
+            return [n for n in all_nodes if statuses.get(n.name, absent).code == code]
+        named = {name for name, status in statuses.items() if status.code == code}
+        return [n for n in all_nodes if n.name in named]
 
 
 @dataclass(slots=True)

@@ -144,6 +144,7 @@ class NodeInfo:
     __slots__ = (
         "allocatable",
         "generation",
+        "name",
         "node",
         "non_zero_cpu",
         "non_zero_memory",
@@ -156,6 +157,7 @@ class NodeInfo:
 
     def __init__(self, node: Node) -> None:
         self.node = node
+        self.name = node.name  # read for every node of every cycle: a plain attribute, not a property
         self.allocatable = node.status.allocatable
         self.pods: list[PodInfo] = []
         self.pods_with_affinity: list[PodInfo] = []
@@ -166,12 +168,9 @@ class NodeInfo:
         self.used_ports: dict[tuple[str, str, int], int] = {}  # (ip, protocol, port) -> users
         self.generation = 0
 
-    @property
-    def name(self) -> str:
-        return self.node.name
-
     def set_node(self, node: Node) -> None:
         self.node = node
+        self.name = node.name
         self.allocatable = node.status.allocatable
         self.generation += 1
 
@@ -228,6 +227,7 @@ class NodeInfo:
     def clone(self) -> NodeInfo:
         clone = NodeInfo.__new__(NodeInfo)
         clone.node = self.node
+        clone.name = self.name
         clone.allocatable = self.allocatable
         clone.pods = list(self.pods)
         clone.pods_with_affinity = list(self.pods_with_affinity)

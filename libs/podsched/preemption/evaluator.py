@@ -72,7 +72,7 @@ class DryRunAccumulator:
                 self.statuses.set(outcome.node_name, Status(Code.ERROR, [message]))
                 self.errors.append(message)
                 return False
-            candidate = Candidate(outcome.node_name, outcome.victims, outcome.num_pdb_violations)
+            candidate = Candidate(outcome.node_name, outcome.victims, outcome.num_pdb_violations, outcome.summary)
             target = self.non_violating if outcome.num_pdb_violations == 0 else self.violating
             if len(target) < self.n:
                 target.append(candidate)
@@ -164,7 +164,8 @@ class Evaluator:
         if potential:
             n = calculate_num_candidates(len(potential), self.args)
             offset = self.offset(len(potential))
-            ordered = [potential[(offset + i) % len(potential)] for i in range(len(potential))]
+            offset %= len(potential)
+            ordered = potential[offset:] + potential[:offset]
             accumulator = DryRunAccumulator(n)
             self.executor(DryRun(self.framework, state, pod, snapshot, ordered, pdbs, now, accumulator))
         candidates = accumulator.candidates

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from podsched.api.types import Pod
 from podsched.preemption.ordering import earliest_start_time_of_top_priority
@@ -13,13 +14,38 @@ INT32_OFFSET = 2**31  # math.MaxInt32 + 1: makes every priority term positive
 MIN_INT64 = -(2**63)
 
 
+class VictimSummary(NamedTuple):
+    """What the tie-breaks read from a candidate's victims, at the dry run's `now` (a tuple: a dry
+    run on columns makes one per candidate node, hundreds per cycle)."""
+
+    top_priority: int  # the highest victim priority (victims[0]'s)
+    priority_sum: int  # sum of (priority + 2**31)
+    earliest_top_start: float | None  # GetEarliestPodStartTime (unset start times count as now)
+
+    @staticmethod
+    def of(victims: Sequence[Pod], now: float) -> VictimSummary:
+        return VictimSummary(
+            victims[0].priority,
+            sum(victim.priority + INT32_OFFSET for victim in victims),
+            earliest_start_time_of_top_priority(victims, now),
+        )
+
+
 @dataclass(slots=True)
 class Candidate:
-    """A node where preemption would let the pod fit, with the victims sorted most important first."""
+    """A node where preemption would let the pod fit, with the victims sorted most important first.
+    `summary` may come with it (a dry run that computed it for many nodes at once), else it is
+    computed from the victims when a tie-break first asks."""
 
     node_name: str
     victims: list[Pod] = field(default_factory=list)
     num_pdb_violations: int = 0
+    summary: VictimSummary | None = None
+
+    def victim_summary(self, now: float) -> VictimSummary:
+        if self.summary is None:
+            self.summary = VictimSummary.of(self.victims, now)
+        return self.summary
 
 
 ScoreFunc = Callable[[Candidate], float]
@@ -34,6 +60,9 @@ def lowest_highest_victim_priority(candidate: Candidate) -> float:
 
 
 def lowest_priority_sum(candidate: Candidate) -> float:
+    summary = candidate.summary
+    if summary is not None:
+        return -summary.priority_sum
     return -sum(victim.priority + INT32_OFFSET for victim in candidate.victims)
 
 
@@ -45,7 +74,7 @@ def latest_start_time_score(now: float) -> ScoreFunc:
     """Prefer disturbing the most recently started of the highest-priority victims."""
 
     def score(candidate: Candidate) -> float:
-        earliest = earliest_start_time_of_top_priority(candidate.victims, now)
+        earliest = candidate.victim_summary(now).earliest_top_start
         return MIN_INT64 if earliest is None else earliest
 
     return score

@@ -13,6 +13,7 @@ from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
 from podsched.preemption.ordering import importance_key
 from podsched.preemption.pdb import filter_pods_with_pdb_violation
+from podsched.preemption.tie_breaks import VictimSummary
 
 NO_VICTIMS_MESSAGE = "No preemption victims found for incoming pod"
 
@@ -25,6 +26,7 @@ class NodeVictims:
     victims: list[Pod]
     num_pdb_violations: int
     status: Status | None  # None: success
+    summary: VictimSummary | None = None  # the tie-breaks' inputs, when the dry run computed them
 
     @property
     def is_candidate(self) -> bool:
