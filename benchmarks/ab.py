@@ -39,9 +39,7 @@ def checkout(rev: str) -> Path:
         # The Makefile's own `protos` rule, with this virtualenv (-o: do not rebuild it from that
         # checkout's pyproject.toml).
         venv = Path(sys.prefix)
-        subprocess.run(
-            ["make", "-C", str(path), "protos", f"VENV={venv}", "-o", str(venv / ".installed")], check=True
-        )
+        subprocess.run(["make", "-C", str(path), "protos", f"VENV={venv}", "-o", str(venv / ".installed")], check=True)
     return path
 
 

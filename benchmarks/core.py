@@ -1,4 +1,5 @@
-"""Scheduling-core micro benchmarks: the plain path against the numpy fast path.
+"""Scheduling-core micro benchmarks: the scheduling algorithm node by node ("plain") against its
+column strategy ("fast").
 
     python -m benchmarks.core [--case NAME] [--path plain|fast] [--runs N] [--quick]
 
@@ -7,8 +8,9 @@ case, path ("plain" or "fast"), nodes, pods (running pods in the cluster), p50_m
 plus mean_ms and cold_ms (the first call; for the fast path it includes building the columns of
 every node once). Percentiles are nearest-rank, as scheduler_perf computes them.
 
-"plain" is SchedulingAlgorithm from build_algorithm; "fast" is FastSchedulingAlgorithm wired as
-the simulator wires it: track_changes(), every changed node reported through mark_dirty.
+"plain" is build_algorithm(columns=False): every cycle node by node; "fast" is build_algorithm()'s
+column strategy wired as the simulator wires it: track_changes(), every changed node reported
+through mark_dirty.
 
 Templates are upstream scheduler_perf's (test/integration/scheduler_perf/templates/): node 4 CPU /
 32Gi / 110 pods; pod-default 100m / 500Mi; pod-low-priority 900m / 500Mi, priority 0, grace 0;
@@ -51,11 +53,10 @@ from podsched.api.types import (
     Resource,
 )
 from podsched.config.scheduler_config import SchedulerConfig
-from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
 from podsched.plugins.registry import build_algorithm
 from podsched.queue.nominator import Nominator
-from podsched.scheduler.schedule_one import CycleResult
+from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 
 NOW = 1_767_225_600.0
 NODES = 5000
@@ -152,15 +153,13 @@ class Scheduler(Protocol):
     ) -> CycleResult: ...
 
 
-def build(path: str, nominator: Nominator, offset: Callable[[int], int] | None = None) -> Scheduler:
-    """The plain SchedulingAlgorithm, or the fast path wired as the simulator wires it (changes
-    reported through mark_dirty, so a cycle does not re-check every NodeInfo)."""
-    config = SchedulerConfig()
-    if path == "plain":
-        return build_algorithm(config, nominator, offset=offset)
-    fast = build_fast_algorithm(config, nominator, offset=offset)
-    fast.track_changes()
-    return fast
+def build(path: str, nominator: Nominator, offset: Callable[[int], int] | None = None) -> SchedulingAlgorithm:
+    """The algorithm node by node, or with its column strategy wired as the simulator wires it
+    (changes reported through mark_dirty, so a cycle does not re-check every NodeInfo)."""
+    algorithm = build_algorithm(SchedulerConfig(), nominator, offset=offset, columns=path == "fast")
+    if algorithm.columns is not None:
+        algorithm.columns.track_changes()
+    return algorithm
 
 
 def cycle(
@@ -230,14 +229,14 @@ class Binder:
     and reports the changed node to the fast path."""
 
     by_name: dict[str, NodeInfo]
-    algorithm: Scheduler
+    algorithm: SchedulingAlgorithm
 
     def __call__(self, result: CycleResult) -> None:
         pod = result.pod
         bound = replace(pod, spec=replace(pod.spec, node_name=result.node_name))
         self.by_name[result.node_name].add_pod(PodInfo(bound))
-        if isinstance(self.algorithm, FastSchedulingAlgorithm):
-            self.algorithm.mark_dirty(result.node_name)
+        if self.algorithm.columns is not None:
+            self.algorithm.columns.mark_dirty(result.node_name)
 
 
 def full_of_low_priority_pods(i: int) -> list[Pod]:

@@ -439,7 +439,6 @@ def counter_snapshot(stack: ServiceStack) -> dict[str, float]:
     return out
 
 
-
 def call_ms(counted: dict[str, float]) -> dict[str, float]:
     """Mean milliseconds per queue -> service call over the measured phase, by method."""
     out = {}

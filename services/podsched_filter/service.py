@@ -19,9 +19,9 @@ from podsched.api.types import Pod
 from podsched.cluster.state import Cluster
 from podsched.cluster.store import MODIFIED
 from podsched.config.scheduler_config import SchedulerConfig
-from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
+from podsched.plugins.registry import build_algorithm
 from podsched.scheduler.profile import AlgorithmProfiles
-from podsched.scheduler.schedule_one import CycleResult
+from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
 from podsched_service import telemetry
 from podsched_service.codec import status_groups
@@ -39,13 +39,12 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
         self.copy = ClusterCopy(config.kafka_bootstrap_servers, config.topic_prefix, scheduler_config=scheduler_config)
         self.profiles = AlgorithmProfiles(scheduler_config, self._build)
 
-    def _build(self, profile: SchedulerConfig) -> FastSchedulingAlgorithm:
+    def _build(self, profile: SchedulerConfig) -> SchedulingAlgorithm:
         """A profile's Filter and Score. PostFilter is the preemption service's: here a pod that fits
         nowhere gets its diagnosis only."""
-        algorithm = build_fast_algorithm(
-            replace(profile, preemption_enabled=False), self.copy.nominator, offset=lambda n: 0
-        )
-        self.copy.cluster.listeners.append(algorithm.track_changes())
+        algorithm = build_algorithm(replace(profile, preemption_enabled=False), self.copy.nominator, offset=lambda n: 0)
+        if algorithm.columns is not None:
+            self.copy.cluster.listeners.append(algorithm.columns.track_changes())
         return algorithm
 
     async def start(self) -> None:

@@ -21,18 +21,19 @@ from prometheus_client import Counter, Histogram
 
 from podsched.api.types import Pod
 from podsched.config.scheduler_config import SchedulerConfig
-from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
-from podsched.fastpath.dry_run import VectorizedDryRun
+from podsched.fastpath import ColumnStrategy, VectorizedDryRun
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import ClusterView, NodeToStatus, PostFilterResult
 from podsched.framework.node_info import NodeInfo, Snapshot
 from podsched.framework.status import Status
 from podsched.plugins.default_preemption import DefaultPreemption
+from podsched.plugins.registry import build_algorithm
 from podsched.preemption.evaluator import DryRunExecutor
 from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims
 from podsched.scheduler.fit_error import FitError
 from podsched.scheduler.profile import Profiles
+from podsched.scheduler.schedule_one import SchedulingAlgorithm
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
 from podsched_service import telemetry
@@ -74,10 +75,11 @@ STALE_FILTER_RESULTS = Counter(
 @dataclass(frozen=True, slots=True)
 class ProfilePostFilter:
     """One profile's PostFilter: its configuration (DefaultPreemption's args) and its algorithm, whose
-    framework the dry run filters with and whose column state the vectorized dry run reads."""
+    framework the dry run filters with and whose column strategy the vectorized dry run reads."""
 
     config: SchedulerConfig
-    fast: FastSchedulingAlgorithm
+    algorithm: SchedulingAlgorithm
+    columns: ColumnStrategy
 
 
 class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
@@ -104,13 +106,11 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             )
 
     def _build(self, profile: SchedulerConfig) -> ProfilePostFilter:
-        # The vectorized dry run (podsched.fastpath) decides in-process whenever it applies (resource-
-        # only pods and clusters without inter-pod affinity): at 5000 nodes it is ~35x faster than
-        # the plain SelectVictimsOnNode, more than the workers' parallelism can win back. The rest
-        # goes to the worker pool. Both give the same answer (tests/unit/test_fastpath_equivalence.py).
-        fast = build_fast_algorithm(profile, self.copy.nominator, offset=lambda n: 0)
-        self.copy.cluster.listeners.append(fast.track_changes())
-        return ProfilePostFilter(profile, fast)
+        algorithm = build_algorithm(profile, self.copy.nominator, offset=lambda n: 0)
+        columns = algorithm.columns
+        assert isinstance(columns, ColumnStrategy)  # build_algorithm's default
+        self.copy.cluster.listeners.append(columns.track_changes())
+        return ProfilePostFilter(profile, algorithm, columns)
 
     async def start(self) -> None:
         if self.pool is not None:
@@ -180,7 +180,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         """The cycles of the pods after the run's first, in order, each on this copy with every earlier
         decision assumed, while each fits nowhere: the Filter outcome the next FindNodes would give
         (a pod that fits nowhere visits every node, so the filter's round-robin start is unaffected),
-        then PostFilter. Stops before a pod that fits, is gone or bound, or needs the plain path;
+        then PostFilter. Stops before a pod that fits, is gone or bound, or is not for the columns;
         with PODSCHED_DRY_RUN=workers (every dry run on the worker pool) a run is its first pod only."""
         if self.config.dry_run != "auto":
             return
@@ -195,7 +195,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
                 return
             parent = telemetry.context_from_carrier(ref.trace_context)
             with telemetry.tracer().start_as_current_span("preemption run cycle", context=parent) as span:
-                cycle = profile.fast.schedule_vectorized(pod, snapshot, pdbs, self.copy.nominator, now)
+                cycle = profile.algorithm.schedule_on_columns(pod, snapshot, pdbs, self.copy.nominator, now)
                 if cycle is None or cycle.node_name or cycle.fit_error is None or cycle.post_filter_status is None:
                     span.set_attribute("podsched.run_ends_here", True)
                     return
@@ -239,7 +239,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             # PostFilter then reads (one snapshot, as in kube-scheduler).
             STALE_FILTER_RESULTS.inc()
             span.set_attribute("podsched.dry_run_path", "filtered again")
-            cycle = profile.fast.schedule(pod, snapshot, cluster.pdb_list(), self.copy.nominator, now)
+            cycle = profile.algorithm.schedule(pod, snapshot, cluster.pdb_list(), self.copy.nominator, now)
             if cycle.node_name or cycle.fit_error is None or cycle.post_filter_status is None:
                 # It fits now (or the cycle ended in an error): the queue filters it again.
                 return preemption_pb2.PostFilterResponse(stale_filter_result=True, resource_version=version)
@@ -270,7 +270,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         pods_by_uid = cluster.pods_by_uid
         assumed = [(n.pod_uid, n.node_name) for n in request.assumed_nominations]
         state = CycleState()
-        framework = profile.fast.framework
+        framework = profile.algorithm.framework
 
         def run_shards(shards: Sequence[Sequence[NodeInfo]], wanted: int) -> list[list[NodeVictims]]:
             if self.pool is None:
@@ -283,7 +283,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         executor: DryRunExecutor = sharded_dry_run(run_shards, max(1, self.config.workers))
         vectorized = None
         if self.config.dry_run == "auto":
-            executor = vectorized = VectorizedDryRun(profile.fast.column_state, fallback=executor)
+            executor = vectorized = VectorizedDryRun(profile.columns, fallback=executor)
         preemption = DefaultPreemption(
             framework,
             profile.config.preemption_args,

@@ -1,13 +1,14 @@
-"""The numpy fast path gives the plain path's answers (a vectorized path is only an optimisation).
+"""The scheduling algorithm's two execution strategies give the same answers: node by node (the
+plugins' own methods) and on columns (the column strategy, podsched.fastpath; an optimisation only).
 
 Random clusters (node sizes, extended resources, taints, cordons, labels; running pods with random
 priorities, start times, requests and labels; PDBs; nominated pods) and random incoming pods are
-scheduled by the plain SchedulingAlgorithm and by FastSchedulingAlgorithm side by side; every
-field of the CycleResult (node, counts, FitError statuses and text, rejector plugins, PostFilter
-result, preemption candidates) and the round-robin start index must be equal after every cycle.
-Clusters above 100 nodes make percentageOfNodesToScore sample. Between cycles the decision is
-applied to the shared NodeInfos (and nodes are relabelled, added and removed), so the fast path's
-incremental columns are exercised too, in both freshness modes. Whole simulations (many pods,
+scheduled by one SchedulingAlgorithm built node by node only and one built with its column strategy,
+side by side; every field of the CycleResult (node, counts, FitError statuses and text, rejector
+plugins, PostFilter result, preemption candidates) and the round-robin start index must be equal
+after every cycle. Clusters above 100 nodes make percentageOfNodesToScore sample. Between cycles the
+decision is applied to the shared NodeInfos (and nodes are relabelled, added and removed), so the
+column strategy's incremental columns are exercised too, in both freshness modes. Whole simulations (many pods,
 preemption with grace periods) are then run both ways and their pods and events compared.
 
 Hypothesis draws the knobs of each scenario and a seed for the bulk of it, which keeps examples
@@ -38,8 +39,7 @@ from podsched.api.types import (
 )
 from podsched.api.types import NodeAffinity as NodeAffinitySpec
 from podsched.config.scheduler_config import SchedulerConfig
-from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
-from podsched.fastpath.dry_run import VectorizedDryRun
+from podsched.fastpath import ColumnStrategy, VectorizedDryRun
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import ClusterView, NodeToStatus, PostFilterResult
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
@@ -346,15 +346,15 @@ class World:
     infos: list[NodeInfo]
     nominator: Nominator
     pdbs: list[PodDisruptionBudget]
-    fast: FastSchedulingAlgorithm
+    fast: SchedulingAlgorithm
     tracked: bool
 
     def snapshot(self) -> Snapshot:
         return Snapshot(self.infos)
 
     def changed(self, node_name: str) -> None:
-        if self.tracked:
-            self.fast.mark_dirty(node_name)
+        if self.tracked and self.fast.columns is not None:
+            self.fast.columns.mark_dirty(node_name)
 
     def info(self, name: str) -> NodeInfo | None:
         return next((info for info in self.infos if info.name == name), None)
@@ -389,16 +389,17 @@ def build_world(k: Knobs, rng: random.Random) -> tuple[World, SchedulingAlgorith
         nominator,
         offset=lambda n: random.Random(offsets.random()).randrange(n),
         rng=random.Random(k.seed) if k.tie_rng else None,
+        columns=False,
     )
     twin_offsets = random.Random(k.seed + 1)
-    fast = build_fast_algorithm(
+    fast = build_algorithm(
         config,
         nominator,
         offset=lambda n: random.Random(twin_offsets.random()).randrange(n),
         rng=random.Random(k.seed) if k.tie_rng else None,
     )
     if k.tracked:
-        fast.track_changes()
+        columns_of(fast).track_changes()
     return World(infos, nominator, random_pdbs(rng, k.pdbs), fast, k.tracked), plain
 
 
@@ -452,8 +453,14 @@ def describe(result: CycleResult) -> str:
 # --- single cycles --------------------------------------------------------------------------------
 
 
+def columns_of(algorithm: SchedulingAlgorithm) -> ColumnStrategy:
+    columns = algorithm.columns
+    assert isinstance(columns, ColumnStrategy)
+    return columns
+
+
 def post_filter_on_columns(
-    fast: FastSchedulingAlgorithm,
+    fast: SchedulingAlgorithm,
     config: SchedulerConfig,
     state: CycleState,
     pod: Pod,
@@ -462,7 +469,7 @@ def post_filter_on_columns(
 ) -> tuple[tuple[PostFilterResult | None, Status], bool]:
     """DefaultPreemption on a given Filter outcome, as the preemption service runs it: the dry run on
     `fast`'s columns where they apply. Returns the answer and whether the columns decided."""
-    vectorized = VectorizedDryRun(fast.column_state, fallback=sequential_dry_run)
+    vectorized = VectorizedDryRun(columns_of(fast), fallback=sequential_dry_run)
     preemption = DefaultPreemption(fast.framework, config.preemption_args, offset=lambda n: 0, executor=vectorized)
     answer = preemption.post_filter(state, pod, diagnosis, view)
     return answer, vectorized.vectorized_runs > 0
@@ -471,12 +478,12 @@ def post_filter_on_columns(
 def run_cycles(k: Knobs, post_filter_alone: bool = False) -> None:
     """Schedule k.cycles random pods with both algorithms on one shared, changing cluster. With
     `post_filter_alone`, every failed cycle's Filter diagnosis is also handed to PostFilter alone,
-    as the preemption service does: the fast path's `post_filter` must answer as the plain Evaluator."""
+    as the preemption service does: the dry run on columns must answer as node by node."""
     rng = random.Random(k.seed)
     world, plain = build_world(k, rng)
     fast = world.fast
-    alone_plain = build_algorithm(CONFIGS[k.config], world.nominator, offset=lambda n: 0)
-    alone_fast = build_fast_algorithm(CONFIGS[k.config], world.nominator, offset=lambda n: 0)
+    alone_plain = build_algorithm(CONFIGS[k.config], world.nominator, offset=lambda n: 0, columns=False)
+    alone_fast = build_algorithm(CONFIGS[k.config], world.nominator, offset=lambda n: 0)
     for cycle in range(k.cycles):
         pressure = rng.random() < k.pressure
         if k.style == "scores":
@@ -486,13 +493,13 @@ def run_cycles(k: Knobs, post_filter_alone: bool = False) -> None:
         if rng.random() < 0.3:  # the pod may be nominated itself: Filter must skip it
             world.nominator.add(PodInfo(pod), rng.choice([info.name for info in world.infos] or ["none"]))
         snapshot = world.snapshot()
-        handled_before = fast.fast_cycles
+        handled_before = columns_of(fast).cycles
         expected = plain.schedule(pod, snapshot, world.pdbs, world.nominator, NOW)
         actual = fast.schedule(pod, snapshot, world.pdbs, world.nominator, NOW)
         context = f"seed={k.seed} cycle={cycle} config={k.config!r}"
         assert_same(expected, actual, context)
         assert fast.next_start_node_index == plain.next_start_node_index, context
-        event("fast path" if fast.fast_cycles > handled_before else "delegated to the plain path")
+        event("on columns" if columns_of(fast).cycles > handled_before else "node by node")
         event(f"{'over' if len(snapshot) > 100 else 'under'} 100 nodes")
         event(describe(expected))
         if post_filter_alone and expected.fit_error is not None and alone_plain.framework.post_filter_plugins:
@@ -555,8 +562,8 @@ def small_cluster(fast: bool) -> tuple[Any, Snapshot, Nominator]:
     for i, info in enumerate(infos):
         info.add_pod(PodInfo(make_pod(f"low-{i}").priority(0).req(cpu="1500m").node(info.name).start_time(i).obj()))
     nominator = Nominator()
-    builder: Callable[..., Any] = build_fast_algorithm if fast else build_algorithm
-    return builder(SchedulerConfig(), nominator, offset=lambda n: 1), Snapshot(infos), nominator
+    algorithm = build_algorithm(SchedulerConfig(), nominator, offset=lambda n: 1, columns=fast)
+    return algorithm, Snapshot(infos), nominator
 
 
 def test_a_resource_only_preemptor_is_decided_by_the_fast_path() -> None:
@@ -564,7 +571,7 @@ def test_a_resource_only_preemptor_is_decided_by_the_fast_path() -> None:
     plain, _, _ = small_cluster(fast=False)
     pod = make_pod("preemptor").priority(100).req(cpu="1").obj()
     actual = fast.schedule(pod, snapshot, [], nominator, NOW)
-    assert fast.fast_cycles == 1 and fast.delegated_cycles == 0
+    assert (columns_of(fast).cycles, columns_of(fast).declined) == (1, 0)
     assert_same(plain.schedule(pod, snapshot, [], nominator, NOW), actual, "preemptor")
     assert actual.post_filter is not None and actual.post_filter.nominated_node_name == "n3"
 
@@ -572,10 +579,10 @@ def test_a_resource_only_preemptor_is_decided_by_the_fast_path() -> None:
 def test_a_pod_with_pod_affinity_and_a_cluster_with_affinity_pods_go_to_the_plain_path() -> None:
     fast, snapshot, nominator = small_cluster(fast=True)
     fast.schedule(make_pod("a").req(cpu="100m").pod_affinity("zone", app="x").obj(), snapshot, [], nominator, NOW)
-    assert (fast.fast_cycles, fast.delegated_cycles) == (0, 1)
+    assert (columns_of(fast).cycles, columns_of(fast).declined) == (0, 1)
     snapshot.node_info_list[0].add_pod(PodInfo(make_pod("anti").pod_anti_affinity("zone", app="y").node("n0").obj()))
     fast.schedule(make_pod("b").req(cpu="100m").obj(), snapshot, [], nominator, NOW)
-    assert (fast.fast_cycles, fast.delegated_cycles) == (0, 2)
+    assert (columns_of(fast).cycles, columns_of(fast).declined) == (0, 2)
 
 
 @pytest.mark.parametrize("with_candidates", [True, False])
@@ -601,8 +608,8 @@ def test_a_stale_diagnosis_gives_the_plain_evaluators_answer_node_by_node(with_c
     diagnosis = NodeToStatus()
     for name in pods:
         diagnosis.set(name, Status(Code.UNSCHEDULABLE, ["Insufficient cpu"], "NodeResourcesFit"))
-    plain = build_algorithm(SchedulerConfig(), nominator, offset=lambda n: 0)
-    fast = build_fast_algorithm(SchedulerConfig(), nominator, offset=lambda n: 0)
+    plain = build_algorithm(SchedulerConfig(), nominator, offset=lambda n: 0, columns=False)
+    fast = build_algorithm(SchedulerConfig(), nominator, offset=lambda n: 0)
     state = CycleState()
     plain.framework.run_pre_filter_plugins(state, preemptor, snapshot.node_info_list)
     view = ClusterView(snapshot, [], nominator, NOW)
@@ -705,12 +712,12 @@ def offsets(w: Workload) -> Callable[[int], int] | None:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads)
 def test_whole_simulations_end_the_same_with_the_fast_path(w: Workload) -> None:
-    plain = simulate(Simulator(offset=offsets(w), fast=False), w)
+    plain = simulate(Simulator(offset=offsets(w), columns=False), w)
     fast = simulate(Simulator(offset=offsets(w)), w)
     assert fast.cycles == plain.cycles
     assert fast.result() == plain.result()
     assert fast.algorithm.next_start_node_index == plain.algorithm.next_start_node_index
-    event("fast path used" if fast.algorithm.fast_cycles else "no fast cycle")  # type: ignore[attr-defined]
+    event("columns used" if columns_of(fast.algorithm).cycles else "no cycle on columns")
     event("preemption happened" if any(cycle.victims for cycle in plain.cycles) else "no preemption")
 
 
@@ -718,11 +725,10 @@ def test_whole_simulations_end_the_same_with_the_fast_path(w: Workload) -> None:
 def test_a_simulation_with_waves_of_preemptors_is_mostly_scheduled_by_the_fast_path(nodes: int) -> None:
     big = nodes > 100
     w = Workload(11, nodes, 2 if big else 3, 2.5 if big else 3.0, 1, True, affinity_rate=0, max_wave_pods=300)
-    plain = simulate(Simulator(offset=offsets(w), fast=False), w)
+    plain = simulate(Simulator(offset=offsets(w), columns=False), w)
     fast = simulate(Simulator(offset=offsets(w)), w)
     assert fast.cycles == plain.cycles
     assert fast.result() == plain.result()
-    algorithm = fast.algorithm
-    assert isinstance(algorithm, FastSchedulingAlgorithm)
-    assert algorithm.fast_cycles > 2 * algorithm.delegated_cycles
+    columns = columns_of(fast.algorithm)
+    assert columns.cycles > 2 * columns.declined
     assert any(cycle.victims for cycle in fast.cycles)

@@ -35,7 +35,7 @@ def fast(request: pytest.FixtureRequest) -> bool:
 
 
 def run(fast: bool, config: SchedulerConfig, *steps: list[dict[str, Any]]) -> Simulator:
-    simulator = Simulator(config, fast=fast)
+    simulator = Simulator(config, columns=fast)
     assert not simulator.apply_text(COMMON.read_text(), "common.yaml")
     for index, documents in enumerate(steps):
         assert not simulator.apply_text(yaml.safe_dump_all(documents), f"step{index}.yaml")

@@ -34,9 +34,9 @@ def in_process_executor(workers: int, calls: list[int]):  # type: ignore[no-unty
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads, st.integers(1, 5))
 def test_sharded_dry_runs_end_every_simulation_exactly_like_one_worker(w: Workload, workers: int) -> None:
-    one = simulate(Simulator(offset=offsets(w), fast=False), w)
+    one = simulate(Simulator(offset=offsets(w), columns=False), w)
     calls: list[int] = []
-    many = simulate(Simulator(offset=offsets(w), fast=False, executor=in_process_executor(workers, calls)), w)
+    many = simulate(Simulator(offset=offsets(w), columns=False, executor=in_process_executor(workers, calls)), w)
     assert many.result() == one.result()
     assert many.cycles == one.cycles
     event("no dry run" if not calls else "sharded" if any(n > 1 for n in calls) else "one shard")

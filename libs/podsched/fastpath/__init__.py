@@ -1,7 +1,9 @@
-"""The numpy fast path: column-major node state and a vectorized scheduling cycle that gives the
-plain path's answers for the pods it handles and hands every other pod to the plain path."""
+"""The column strategy of the framework runtime: node state as numpy columns, a scheduling cycle's
+Filter and Score evaluated on every node at once (strategy.py), and the preemption dry run on many
+nodes at once (dry_run.py). Same answers as the plugins' own methods node by node."""
 
-from podsched.fastpath.algorithm import FastSchedulingAlgorithm, build_fast_algorithm
 from podsched.fastpath.columns import NodeColumns
+from podsched.fastpath.dry_run import VectorizedDryRun
+from podsched.fastpath.strategy import ColumnStrategy
 
-__all__ = ["FastSchedulingAlgorithm", "NodeColumns", "build_fast_algorithm"]
+__all__ = ["ColumnStrategy", "NodeColumns", "VectorizedDryRun"]

@@ -1,4 +1,4 @@
-"""Column-major node state for the fast path: one int64 numpy array per resource, rows in snapshot
+"""Column-major node state for the column strategy: one int64 numpy array per resource, rows in snapshot
 order, kept current incrementally.
 
 Two levels of freshness:
@@ -17,7 +17,7 @@ comparing the list with the previous one, and rows are carried over by NodeInfo 
 
 Values must be exact in float64 and must not overflow int64 when scaled by 100 (the scores do);
 rows holding a negative value or one of 2**52 or more are counted in `unsafe_rows` and the fast
-path then hands the cycle to the plain path.
+strategy then leaves the cycle to the plugins node by node.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ NODE_COLUMNS = (
     "free_pods",
     "nz_cpu",
     "nz_mem",
-    "n_affinity",  # len(pods_with_affinity): any such pod sends the cycle to the plain path
+    "n_affinity",  # len(pods_with_affinity): any such pod sends the cycle node by node
     "generation",  # NodeInfo.generation when the row was read
     "static_version",  # changes whenever the row's Node object changes (labels, taints, ...)
     "slot_version",  # changes whenever the row's pod slots change

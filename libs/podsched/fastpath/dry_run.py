@@ -3,57 +3,57 @@ runs SelectVictimsOnNode on many nodes at once (fastpath.victims) and feeds each
 dry-run order, to the Evaluator's own DryRunAccumulator, which says when to stop. The Evaluator
 then picks the node as it always does.
 
-It applies to the pods and clusters the column strategy handles (ColumnState.inputs); any other dry
+It applies to the pods and clusters the column strategy handles (ColumnStrategy.inputs); any other dry
 run, and the rest of one that meets a pod slot outside the exact range, goes to `fallback`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podsched.fastpath.columns import I64, NodeColumns
+from podsched.fastpath.columns import I64, NodeColumns, Obj
 from podsched.fastpath.fit_status import fit_statuses
 from podsched.fastpath.victims import (
     CANDIDATE,
     FILTERED,
+    NO_VICTIM_ERROR,
     NO_VICTIMS,
     ChunkOutcome,
     NominatedLoad,
     ResourceCheck,
     select_victims,
 )
-from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Status
-from podsched.preemption.evaluator import DryRun, DryRunExecutor
+from podsched.preemption.evaluator import DryRun, DryRunAccumulator, DryRunExecutor
 from podsched.preemption.tie_breaks import VictimSummary
 from podsched.preemption.victims import NO_VICTIMS_MESSAGE, NodeVictims
 
 if TYPE_CHECKING:
-    from podsched.fastpath.algorithm import ColumnState
+    from podsched.fastpath.strategy import ColumnStrategy
 
 # Nodes per chunk at least (numpy's per-call cost is not worth fewer); each further chunk doubles.
 MIN_CHUNK = 64
 
 
 class VectorizedDryRun:
-    """A DryRunExecutor over the column state of one profile's framework."""
+    """A DryRunExecutor on the columns of one profile's column strategy."""
 
-    def __init__(self, state: ColumnState, fallback: DryRunExecutor) -> None:
-        self.state = state
+    def __init__(self, strategy: ColumnStrategy, fallback: DryRunExecutor) -> None:
+        self.strategy = strategy
         self.fallback = fallback
         self.vectorized_runs = 0  # dry runs decided here (tests and benchmarks look)
 
     def __call__(self, run: DryRun) -> None:
-        inputs = self.state.inputs(run.pod, run.snapshot)
+        inputs = self.strategy.inputs(run.pod, run.snapshot)
         if inputs is None:
             self.fallback(run)
             return
         self.vectorized_runs += 1
         _, shape, load = inputs
-        columns = self.state.columns
+        columns = self.strategy.columns
         nominated = _dense(columns, load)
         index = columns.index
         nodes, accumulator = run.nodes, run.accumulator
@@ -66,9 +66,8 @@ class VectorizedDryRun:
                 self.fallback(replace(run, nodes=nodes[position:]))
                 return
             chunk = select_victims(columns, rows, shape.priority, shape.checks, nominated, run.pdbs, run.now)
-            for outcome in _outcomes(chunk, chunk_nodes, shape.checks):
-                if accumulator.add(outcome):
-                    return
+            if _feed(chunk, columns.names[rows].tolist(), shape.checks, accumulator):
+                return
             position += size
             size *= 2
 
@@ -88,41 +87,49 @@ def _dense(columns: NodeColumns, load: tuple[I64, I64, list[I64]] | None) -> Nom
     return NominatedLoad(count, dense)
 
 
-def _outcomes(chunk: ChunkOutcome, nodes: Sequence[NodeInfo], checks: Sequence[ResourceCheck]) -> Iterator[NodeVictims]:
-    """SelectVictimsOnNode's outcome per node of the chunk, in order, as the plain dry run gives it
-    (a node that needs no victim is a success without victims: the accumulator reports it)."""
-    kinds = chunk.kind.tolist()
-    filtered = np.flatnonzero(chunk.kind == FILTERED)
-    status_of: dict[int, Status] = {}
+def _feed(
+    chunk: ChunkOutcome, names: list[str], checks: Sequence[ResourceCheck], accumulator: DryRunAccumulator
+) -> bool:
+    """Feed the chunk's nodes to the accumulator in order, as SelectVictimsOnNode's outcomes; True
+    when it says stop. Candidates (and nodes that need no victim: the accumulator reports those)
+    go one by one; the rejected nodes between them, which never end the search, in runs."""
+    kind = chunk.kind
+    rejected: Obj = np.empty(kind.size, object)
+    filtered = np.flatnonzero(kind == FILTERED)
     if filtered.size:
-        index, statuses = fit_statuses(
-            [f[filtered] for f in chunk.fit_fails],
-            chunk.unresolvable[filtered],
-            checks,
-        )
-        status_of = dict(zip(filtered.tolist(), (statuses[i] for i in index.tolist()), strict=True))
-    no_victims = Status.unresolvable("", NO_VICTIMS_MESSAGE)
+        index, statuses = fit_statuses([f[filtered] for f in chunk.fit_fails], chunk.unresolvable[filtered], checks)
+        rejected[filtered] = _object_array(statuses)[index]
+    rejected[kind == NO_VICTIMS] = Status.unresolvable("", NO_VICTIMS_MESSAGE)
+    statuses_of: list[Status] = rejected.tolist()
+    decided = np.flatnonzero((kind == CANDIDATE) | (kind == NO_VICTIM_ERROR)).tolist()
     counts = chunk.victim_count.tolist()
     violations = chunk.violations.tolist()
-    summaries = list(
-        map(
-            VictimSummary,
-            chunk.top_priority.tolist(),
-            chunk.priority_sum.tolist(),
-            chunk.earliest_top_start.tolist(),
-        )
-    )
-    widest = max(counts, default=0)
-    victims = chunk.victims[:, :widest].tolist()  # one conversion for the chunk, then cut per node
-    for i, kind in enumerate(kinds):
-        name = nodes[i].name
-        if kind == CANDIDATE:
-            count = counts[i]
+    top_priority = chunk.top_priority.tolist()
+    priority_sum = chunk.priority_sum.tolist()
+    earliest = chunk.earliest_top_start.tolist()
+    widest = max((counts[i] for i in decided), default=0)
+    victims = chunk.victims[:, :widest].tolist() if decided else []  # one conversion, then cut per node
+    previous = 0
+    for i in decided:
+        if i > previous:
+            accumulator.add_rejections(names[previous:i], statuses_of[previous:i])
+        previous = i + 1
+        count = counts[i]
+        if count:
             row = victims[i] if count == widest else victims[i][:count]
-            yield NodeVictims(name, row, violations[i], None, summaries[i])
-        elif kind == NO_VICTIMS:
-            yield NodeVictims(name, [], 0, no_victims)
-        elif kind == FILTERED:
-            yield NodeVictims(name, [], 0, status_of[i])
+            summary = VictimSummary(top_priority[i], priority_sum[i], earliest[i])
+            outcome = NodeVictims(names[i], row, violations[i], None, summary)
         else:  # fits with every pod reprieved: the accumulator's "expected at least one victim"
-            yield NodeVictims(name, [], 0, None)
+            outcome = NodeVictims(names[i], [], 0, None)
+        if accumulator.add(outcome):
+            return True
+    if previous < len(names):
+        accumulator.add_rejections(names[previous:], statuses_of[previous:])
+    return False
+
+
+def _object_array(items: Sequence[object]) -> Obj:
+    array: Obj = np.empty(len(items), object)
+    for i, item in enumerate(items):
+        array[i] = item
+    return array

@@ -5,7 +5,7 @@ registered for. Filter returns None for Success because it runs once per node pe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -43,6 +43,9 @@ class NodeToStatus:
 
     def set(self, node: str, status: Status) -> None:
         self.statuses[node] = status
+
+    def set_many(self, nodes: Iterable[str], statuses: Iterable[Status]) -> None:
+        self.statuses.update(zip(nodes, statuses, strict=True))
 
     def get(self, node: str) -> Status:
         return self.statuses.get(node, self.absent)

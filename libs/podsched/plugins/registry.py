@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from podsched.config.scheduler_config import SchedulerConfig
+from podsched.fastpath import ColumnStrategy, VectorizedDryRun
 from podsched.framework.events import QueueingHintMap, queueing_hint_map
 from podsched.framework.interface import PodNominator
 from podsched.framework.runtime import Framework, WeightedScorePlugin
@@ -21,7 +22,7 @@ from podsched.plugins.node_resources import NodeResourcesBalancedAllocation, Nod
 from podsched.plugins.node_unschedulable import NodeUnschedulable
 from podsched.plugins.pod_topology_spread import PodTopologySpread
 from podsched.plugins.taint_toleration import TaintToleration
-from podsched.preemption.evaluator import DryRunExecutor
+from podsched.preemption.evaluator import DryRunExecutor, sequential_dry_run
 from podsched.scheduler.schedule_one import SchedulingAlgorithm
 
 # (factory, default score weight or 0 if the plugin does not score), in upstream's MultiPoint order.
@@ -78,6 +79,16 @@ def build_algorithm(
     offset: Callable[[int], int] | None = None,
     rng: random.Random | None = None,
     executor: DryRunExecutor | None = None,
+    columns: bool = True,
 ) -> SchedulingAlgorithm:
-    framework = build_framework(config, nominator, offset=offset, executor=executor)
-    return SchedulingAlgorithm(framework, config.percentage_of_nodes_to_score, rng)
+    """A profile's scheduling algorithm. With `columns` (the default) the runtime evaluates a cycle,
+    and DefaultPreemption's dry run, on node columns wherever every plugin that runs allows it, and
+    node by node otherwise; without, always node by node. Same decisions either way."""
+    if not columns:
+        framework = build_framework(config, nominator, offset=offset, executor=executor)
+        return SchedulingAlgorithm(framework, config.percentage_of_nodes_to_score, rng)
+    strategy = ColumnStrategy()
+    dry_run = VectorizedDryRun(strategy, fallback=executor or sequential_dry_run)
+    framework = build_framework(config, nominator, offset=offset, executor=dry_run)
+    strategy.attach(framework)
+    return SchedulingAlgorithm(framework, config.percentage_of_nodes_to_score, rng, columns=strategy)

@@ -82,6 +82,12 @@ class DryRunAccumulator:
             self.errors.append(outcome.status.message)
         return False
 
+    def add_rejections(self, node_names: Sequence[str], statuses: Sequence[Status]) -> None:
+        """Record, in order, nodes that are no candidate and no error (the pod does not fit even
+        with every lower-priority pod gone, or there is none): what `add` does for each of them
+        (such a node never ends the search), for many nodes at once."""
+        self.statuses.set_many(node_names, statuses)
+
     @property
     def candidates(self) -> list[Candidate]:
         return self.non_violating + self.violating

@@ -97,15 +97,9 @@ def pick_one_node_for_preemption(candidates: Sequence[Candidate], score_funcs: S
         return None
     remaining = list(candidates)
     for score_func in score_funcs:
-        best: list[Candidate] = []
-        best_score = float("-inf")
-        for candidate in remaining:
-            score = score_func(candidate)
-            if score > best_score:
-                best_score = score
-                best = [candidate]
-            elif score == best_score:
-                best.append(candidate)
+        scores = list(map(score_func, remaining))  # hundreds of candidates when the dry run is on columns
+        best_score = max(scores)
+        best = [candidate for candidate, score in zip(remaining, scores, strict=True) if score == best_score]
         if len(best) == 1:
             return best[0]
         remaining = best

@@ -23,7 +23,6 @@ from podsched.cluster.binder import BindError
 from podsched.cluster.failure import record_scheduling_failure
 from podsched.cluster.state import Cluster
 from podsched.config.scheduler_config import SchedulerConfig
-from podsched.fastpath import FastSchedulingAlgorithm, build_fast_algorithm
 from podsched.plugins.registry import build_algorithm
 from podsched.preemption.evaluator import DryRunExecutor
 from podsched.queue import scheduling_queue as sq
@@ -76,7 +75,7 @@ class Simulator:
         offset: Callable[[int], int] | None = None,
         rng: random.Random | None = None,
         executor: DryRunExecutor | None = None,
-        fast: bool = True,
+        columns: bool = True,
         admission: QuotaAdmissionConfig | None = None,
     ) -> None:
         self.config = config or SchedulerConfig()
@@ -89,15 +88,15 @@ class Simulator:
         )
         run_offset = offset or (lambda n: 0)
 
-        def build(profile: SchedulerConfig) -> SchedulingAlgorithm | FastSchedulingAlgorithm:
-            if not fast:
-                return build_algorithm(profile, self.queue.nominator, offset=run_offset, rng=rng, executor=executor)
-            # Same decisions as the plain path (tests/unit/test_fastpath_equivalence.py), vectorized.
-            fast_algorithm = build_fast_algorithm(
-                profile, self.queue.nominator, offset=run_offset, rng=rng, executor=executor
+        def build(profile: SchedulerConfig) -> SchedulingAlgorithm:
+            # `columns`: the column strategy where it applies (same decisions as node by node,
+            # tests/unit/test_fastpath_equivalence.py); told of every change.
+            algorithm = build_algorithm(
+                profile, self.queue.nominator, offset=run_offset, rng=rng, executor=executor, columns=columns
             )
-            self.cluster.listeners.append(fast_algorithm.track_changes())
-            return fast_algorithm
+            if algorithm.columns is not None:
+                self.cluster.listeners.append(algorithm.columns.track_changes())
+            return algorithm
 
         # One algorithm per profile; a pod is scheduled by its spec.schedulerName's.
         self.profiles = AlgorithmProfiles(self.config, build)

@@ -1,10 +1,11 @@
-"""A vectorized scheduling cycle with the plain path's answers (fast paths are honest: a property test
-compares the two on random clusters, tests/unit/test_fastpath_equivalence.py).
+"""The column strategy: a scheduling cycle's Filter and Score evaluated on every node at once, with
+the answers the plugins give node by node (a property test compares the two strategies of one
+SchedulingAlgorithm on random clusters, tests/unit/test_fastpath_equivalence.py).
 
-`FastSchedulingAlgorithm.schedule` returns the same CycleResult as `SchedulingAlgorithm.schedule`
-(node, FitError text and statuses, rejector plugins, PostFilter result and candidates) and moves
-`next_start_node_index` the same way, for the pods it handles; for every other pod it calls the
-plain algorithm it wraps, which shares its round-robin index, tie-break RNG and candidate offset.
+SchedulingAlgorithm (podsched.scheduler.schedule_one) runs the cycle: the nominated node first, the
+round-robin search, selectHost, PostFilter. It asks `ColumnStrategy.evaluation` for a ColumnCycle
+for each pod and falls back to NodeByNode where none is given; the PostFilter plugins run the same
+either way (DefaultPreemption's dry run on columns is fastpath.dry_run).
 
 Handled ("resource-only") pods: no pod (anti-)affinity, no topology spread constraints, no host
 ports, no required node affinity pinning node names (those narrow the nodes in PreFilter), in a
@@ -26,7 +27,6 @@ plugins:
 from __future__ import annotations
 
 import functools
-import random
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,21 +39,18 @@ from podsched.api.types import (
     RESOURCE_EPHEMERAL_STORAGE,
     RESOURCE_MEMORY,
     Pod,
-    PodDisruptionBudget,
 )
-from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath.columns import I64, SAFE_LIMIT, Bool, NodeColumns, Obj, RowCache, all_safe, request_is_safe
-from podsched.fastpath.dry_run import VectorizedDryRun
 from podsched.fastpath.fit_status import fit_statuses
 from podsched.fastpath.nominated import NominatedColumns, OutOfRange
 from podsched.fastpath.victims import (
     ResourceCheck,
 )
 from podsched.framework.cycle_state import CycleState
-from podsched.framework.interface import MAX_NODE_SCORE, NodeToStatus, PodNominator
+from podsched.framework.interface import MAX_NODE_SCORE, NodeToStatus
 from podsched.framework.node_info import NodeInfo, Snapshot, pod_host_ports
 from podsched.framework.resource import non_zero_requests, pod_requests
-from podsched.framework.runtime import Framework
+from podsched.framework.runtime import Framework, PreFilterOutcome
 from podsched.framework.status import Code, Status
 from podsched.plugins import names
 from podsched.plugins.node_affinity import NodeAffinity
@@ -64,12 +61,8 @@ from podsched.plugins.node_resources import (
     NodeResourcesFit,
 )
 from podsched.plugins.node_unschedulable import NodeUnschedulable
-from podsched.plugins.registry import build_algorithm
 from podsched.plugins.taint_toleration import TaintToleration
-from podsched.preemption.evaluator import DryRunExecutor, sequential_dry_run
 from podsched.queue.nominator import Nominator
-from podsched.scheduler.fit_error import FitError
-from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm, num_feasible_nodes_to_find
 
 OBJECT_NAME_FIELD = "metadata.name"
 # Filters whose verdict depends on the Node object only (for a handled pod).
@@ -102,7 +95,7 @@ _NO_ROWS: I64 = np.zeros(0, np.int64)
 
 @dataclass(frozen=True, slots=True)
 class _Profile:
-    """What the fast path needs to know about the framework's plugins."""
+    """What the column strategy needs to know about the framework's plugins."""
 
     static_filters: tuple[Any, ...]  # plugin objects, framework order
     node_affinity_pre_filter: bool  # NodeAffinity's PreFilter runs (and skips its Filter when idle)
@@ -112,7 +105,7 @@ class _Profile:
 
 
 def _profile_of(framework: Framework) -> _Profile | None:
-    """None when the profile has plugins or settings the fast path does not model."""
+    """None when the profile has plugins or settings the column strategy does not model."""
     pre_filter = [p.name for p in framework.pre_filter_plugins]
     filters = [p.name for p in framework.filter_plugins]
     pre_score = [p.name for p in framework.pre_score_plugins]
@@ -189,7 +182,7 @@ def _pins_node_names(terms: Iterable[Any]) -> bool:
 
 
 def _pod_shape(pod: Pod, profile: _Profile) -> _PodShape | None:
-    """The handled pod's shape, or None: the plain path must schedule it."""
+    """The handled pod's shape, or None: the cycle runs node by node."""
     spec = pod.spec
     if spec.topology_spread_constraints:
         return None
@@ -273,7 +266,7 @@ _Load = tuple[I64, I64, list[I64]]  # nominated pods: (rows, pod counts, amounts
 
 
 class _OutOfRange(Exception):
-    """A value the vectorized arithmetic cannot reproduce exactly: the plain path takes the cycle."""
+    """A value the vectorized arithmetic cannot reproduce exactly: the cycle runs node by node."""
 
 
 class _InternedStatuses:
@@ -318,16 +311,22 @@ def _object_array(items: Sequence[object]) -> Obj:
     return array
 
 
-class ColumnState:
-    """What the column strategy keeps across cycles, shared by the vectorized cycle and the vectorized
-    dry run (fastpath.dry_run): the node columns, the nominated pods' load per row, and the profile
-    of the framework it serves."""
+class ColumnStrategy:
+    """The column strategy of one profile's framework: what it keeps across cycles (the node columns,
+    the nominated pods' load per row, per-node verdict and score caches), shared by the cycles it
+    evaluates (ColumnCycle) and the vectorized dry run (fastpath.dry_run).
+
+    The node columns persist across cycles. Keep them fresh either by doing nothing (every cycle
+    compares NodeInfo generations) or, cheaper, with `track_changes()` plus one `mark_dirty` per
+    changed node (a `Cluster` listener: `on_cluster_change`)."""
 
     def __init__(self, columns: NodeColumns | None = None) -> None:
         self.columns = columns or NodeColumns()
         self._nominated = NominatedColumns()
         self.framework: Framework | None = None
         self.profile: _Profile | None = None
+        self.cycles = 0  # cycles evaluated on columns
+        self.declined = 0  # cycles left to NodeByNode (a plugin, pod or cluster the columns do not model)
 
     def attach(self, framework: Framework) -> None:
         """Serve this framework (built after the dry-run executor that holds this state)."""
@@ -337,7 +336,7 @@ class ColumnState:
     def inputs(self, pod: Pod, snapshot: Snapshot) -> tuple[_Profile, _PodShape, _Load | None] | None:
         """What the vectorized cycle needs, with the columns synced to `snapshot`; None when the fast
         path does not apply (a plugin set, pod or cluster it does not model, or an amount outside the
-        exact range), and the plain path decides."""
+        exact range), and the cycle runs node by node."""
         profile = self.profile
         shape = _pod_shape(pod, profile) if profile is not None and len(snapshot) else None
         if profile is None or shape is None:
@@ -391,38 +390,6 @@ class ColumnState:
         table = np.array(list(loads.values()), np.int64).reshape(len(loads), 1 + len(shape.checks))
         return rows, table[:, 0].copy(), [table[:, k + 1].copy() for k in range(len(shape.checks))]
 
-
-class FastSchedulingAlgorithm:
-    """Same contract as SchedulingAlgorithm.schedule; see the module docstring for what it handles.
-
-    One difference in form, not in content: nodes failing for the same reasons share one Status
-    object in the FitError's NodeToStatus (the plain path builds one per node); treat them as
-    read-only, as every consumer in podsched does.
-
-    The node columns persist across cycles. Keep them fresh either by doing nothing (every cycle
-    compares NodeInfo generations) or, cheaper, with `track_changes()` plus one `mark_dirty` per
-    changed node (a `Cluster` listener: `on_cluster_change`)."""
-
-    def __init__(self, plain: SchedulingAlgorithm, column_state: ColumnState | None = None) -> None:
-        self.plain = plain
-        self.framework = plain.framework
-        self.column_state = column_state or ColumnState()
-        if self.column_state.framework is None:
-            self.column_state.attach(plain.framework)
-        self.columns = self.column_state.columns
-        self.fast_cycles = 0
-        self.delegated_cycles = 0
-
-    # --- shared state with the plain path ---------------------------------------------------
-
-    @property
-    def next_start_node_index(self) -> int:
-        return self.plain.next_start_node_index
-
-    @next_start_node_index.setter
-    def next_start_node_index(self, value: int) -> None:
-        self.plain.next_start_node_index = value
-
     # --- freshness ---------------------------------------------------------------------------
 
     def track_changes(self) -> Callable[[Any], None]:
@@ -439,51 +406,18 @@ class FastSchedulingAlgorithm:
     # --- the cycle ---------------------------------------------------------------------------
 
     def handles(self, pod: Pod) -> bool:
-        """Whether the pod itself is one the fast path can schedule (the cluster may still send
-        the cycle to the plain path)."""
-        profile = self.column_state.profile
-        return profile is not None and _pod_shape(pod, profile) is not None
+        """Whether the pod itself is one the columns can schedule (the cluster may still send the
+        cycle node by node)."""
+        return self.profile is not None and _pod_shape(pod, self.profile) is not None
 
-    def schedule(
-        self,
-        pod: Pod,
-        snapshot: Snapshot,
-        pdbs: Sequence[PodDisruptionBudget],
-        nominator: PodNominator | None,
-        now: float,
-    ) -> CycleResult:
-        result = self.schedule_vectorized(pod, snapshot, pdbs, nominator, now)
-        if result is None:
-            return self._delegate(pod, snapshot, pdbs, nominator, now)
-        return result
-
-    def schedule_vectorized(
-        self,
-        pod: Pod,
-        snapshot: Snapshot,
-        pdbs: Sequence[PodDisruptionBudget],
-        nominator: PodNominator | None,
-        now: float,
-    ) -> CycleResult | None:
-        """`schedule` when the vectorized cycle applies to this pod on this cluster; None (and nothing
-        done) when only the plain path can decide it."""
-        inputs = self.column_state.inputs(pod, snapshot)
+    def evaluation(self, pod: Pod, snapshot: Snapshot) -> ColumnCycle | None:
+        inputs = self.inputs(pod, snapshot)
         if inputs is None:
+            self.declined += 1
             return None
+        self.cycles += 1
         profile, shape, load = inputs
-        self.fast_cycles += 1
-        return self._schedule(pod, shape, profile, load, snapshot, pdbs, nominator, now)
-
-    def _delegate(
-        self,
-        pod: Pod,
-        snapshot: Snapshot,
-        pdbs: Sequence[PodDisruptionBudget],
-        nominator: PodNominator | None,
-        now: float,
-    ) -> CycleResult:
-        self.delegated_cycles += 1
-        return self.plain.schedule(pod, snapshot, pdbs, nominator, now)
+        return ColumnCycle(self, pod, snapshot, profile, shape, load)
 
     def _static_filter(self, pod: Pod, shape: _PodShape, profile: _Profile) -> RowCache:
         """Per row: 0 if the node-static filters pass, else the index of the interned status."""
@@ -646,50 +580,6 @@ class FastSchedulingAlgorithm:
                 f[rows] -= amount
         return [free_pods < 1] + [free < check.value for check, free in zip(shape.checks, frees, strict=True)]
 
-    def _schedule(
-        self,
-        pod: Pod,
-        shape: _PodShape,
-        profile: _Profile,
-        load: _Load | None,
-        snapshot: Snapshot,
-        pdbs: Sequence[PodDisruptionBudget],
-        nominator: PodNominator | None,
-        now: float,
-    ) -> CycleResult:
-        columns = self.columns
-        static = self._static_filter(pod, shape, profile)
-        feasible_mask = self._feasible(pod, shape, profile, load, static)
-
-        # A pod nominated by an earlier preemption tries its nominated node first.
-        nominated = pod.status.nominated_node_name
-        if nominated:
-            row = columns.index.get(nominated)
-            if row is not None and feasible_mask[row]:
-                return CycleResult(pod, nominated, 1, 1)
-
-        # Round-robin from where the last cycle stopped, until enough feasible nodes are found.
-        n = columns.n
-        to_find = num_feasible_nodes_to_find(self.plain.percentage_of_nodes_to_score, n)
-        start = self.plain.next_start_node_index % n
-        feasible = np.flatnonzero(feasible_mask)
-        if feasible.size == 0:
-            self.plain.next_start_node_index = start
-            return self._fail(pod, shape, profile, static, start, load, snapshot, pdbs, nominator, now)
-        split = int(np.searchsorted(feasible, start))
-        ordered = feasible[split : split + to_find]
-        if ordered.size < to_find:
-            ordered = np.concatenate((ordered, feasible[: min(split, to_find - ordered.size)]))
-        if ordered.size >= to_find:
-            processed = (int(ordered[-1]) - start) % n + 1
-        else:
-            processed = n
-        self.plain.next_start_node_index = (start + processed) % n
-        if ordered.size == 1:
-            return CycleResult(pod, str(columns.names[ordered[0]]), processed, 1)
-        totals = self._scores(pod, shape, profile, ordered)
-        return CycleResult(pod, self._select_host(ordered, totals), processed, int(ordered.size))
-
     def _scores(self, pod: Pod, shape: _PodShape, profile: _Profile, rows: I64) -> I64:
         """Weighted sum of the normalized scores, aligned with `rows`."""
         totals: I64 = self._shape_column(
@@ -753,46 +643,87 @@ class FastSchedulingAlgorithm:
                 total += weight * (half + (half + with_pod - without_pod) // 2)  # balance_change_score
         return total
 
-    def _select_host(self, rows: I64, totals: I64) -> str:
-        """selectHost: the first best score, or reservoir sampling over the ties with the RNG,
-        drawing exactly the numbers the plain path draws."""
-        rng = self.plain.rng
-        if rng is None:
-            return str(self.columns.names[rows[int(np.argmax(totals))]])
-        best_so_far = np.maximum.accumulate(totals)
-        events = np.flatnonzero(totals[1:] >= best_so_far[:-1]) + 1
-        best_index = 0
-        best_score = int(totals[0])
-        ties = 1
-        scores = totals.tolist()
-        for index in events.tolist():
-            score = scores[index]
-            if score > best_score:
-                best_score, best_index, ties = score, index, 1
-            else:
-                ties += 1
-                if rng.randrange(ties) == 0:
-                    best_index = index
-        return str(self.columns.names[rows[best_index]])
 
-    # --- failure: diagnosis and PostFilter ---------------------------------------------------
+class ColumnCycle:
+    """One cycle on columns, a CycleEvaluation (podsched.scheduler.schedule_one): every node's Filter
+    verdict at once. One difference in form, not in content: nodes failing for the same reasons share
+    one Status object in the diagnosis (NodeByNode builds one per node); treat them as read-only, as
+    every consumer in podsched does."""
 
-    def _fail(
+    def __init__(
         self,
+        strategy: ColumnStrategy,
         pod: Pod,
-        shape: _PodShape,
-        profile: _Profile,
-        static: RowCache,
-        start: int,
-        load: _Load | None,
         snapshot: Snapshot,
-        pdbs: Sequence[PodDisruptionBudget],
-        nominator: PodNominator | None,
-        now: float,
-    ) -> CycleResult:
-        """Every node failed: the FitError with per-node statuses (in the order the plain path
-        visited the nodes), then PostFilter."""
+        profile: _Profile,
+        shape: _PodShape,
+        load: _Load | None,
+    ) -> None:
+        self.strategy = strategy
+        self.columns = strategy.columns
+        self.pod = pod
+        self.snapshot = snapshot
+        self.profile = profile
+        self.shape = shape
+        self.load = load
+        self._static: RowCache | None = None
+        self._mask: Bool | None = None
+        self._start = 0
+        self._rows: I64 = _NO_ROWS
+
+    def pre_filter(self) -> PreFilterOutcome:
+        # For a pod the columns handle, PreFilter neither rejects nor narrows the nodes, and the
+        # plugins that would skip are known (see the module docstring): nothing to run.
+        return PreFilterOutcome(None, None)
+
+    def num_nodes(self) -> int:
+        return self.columns.n
+
+    def _feasible_mask(self) -> Bool:
+        if self._mask is None:
+            strategy = self.strategy
+            self._static = strategy._static_filter(self.pod, self.shape, self.profile)
+            self._mask = strategy._feasible(self.pod, self.shape, self.profile, self.load, self._static)
+        return self._mask
+
+    def passes(self, node_name: str) -> bool:
+        row = self.columns.index.get(node_name)
+        return row is not None and bool(self._feasible_mask()[row])
+
+    def find_feasible(self, start: int, to_find: int) -> tuple[list[str], int]:
+        n = self.columns.n
+        self._start = start
+        feasible = np.flatnonzero(self._feasible_mask())
+        if feasible.size == 0:
+            return [], n
+        # The feasible rows in visit order from `start`, up to `to_find`; visited: up to the last one.
+        split = int(np.searchsorted(feasible, start))
+        ordered = feasible[split : split + to_find]
+        if ordered.size < to_find:
+            ordered = np.concatenate((ordered, feasible[: min(split, to_find - ordered.size)]))
+        processed = (int(ordered[-1]) - start) % n + 1 if ordered.size >= to_find else n
+        self._rows = ordered
+        names_of: list[str] = self.columns.names[ordered].tolist()
+        return names_of, processed
+
+    def scores(self) -> I64:
+        return self.strategy._scores(self.pod, self.shape, self.profile, self._rows)
+
+    def post_filter_state(self) -> CycleState:
+        # PostFilter reads the state PreFilter leaves: the vectorized dry run needs none, but a pod
+        # slot out of the exact range sends the rest of the dry run node by node.
+        state = CycleState()
+        framework = self.strategy.framework
+        assert framework is not None
+        framework.run_pre_filter_plugins(state, self.pod, self.snapshot.node_info_list)
+        return state
+
+    def diagnosis(self) -> tuple[NodeToStatus, set[str]]:
+        """Every node failed: per-node statuses in the order NodeByNode visits them."""
         columns = self.columns
+        shape, profile, load, start = self.shape, self.profile, self.load, self._start
+        static = self._static
+        assert static is not None
         n = columns.n
         status_of: Obj = np.empty(n, object)
         static_index = static.arrays["status"]
@@ -805,7 +736,7 @@ class FastSchedulingAlgorithm:
             rows = np.flatnonzero(static_fail)
             status_of[rows] = _object_array(copies)[static_index[rows]]
             used += [s for i in np.unique(static_index[rows]).tolist() if (s := copies[i]) is not None]
-        fit_fails = self._fit_fails(shape, profile, load)
+        fit_fails = self.strategy._fit_fails(shape, profile, load)
         resource_rows = np.flatnonzero(np.logical_or.reduce(fit_fails) & ~static_fail)
         if resource_rows.size:
             fails = [f[resource_rows] for f in fit_fails]
@@ -815,22 +746,13 @@ class FastSchedulingAlgorithm:
             index, resource_statuses = fit_statuses(fails, unresolvable, shape.checks)
             status_of[resource_rows] = _object_array(resource_statuses)[index]
             used += resource_statuses
-        # Inserted in the order the plain path visits the nodes: round-robin from `start`.
+        # Inserted in the order NodeByNode visits the nodes: round-robin from `start`.
         node_names = columns.names.tolist()
         node_statuses = status_of.tolist()
         diagnosis = NodeToStatus()
         diagnosis.statuses = dict(zip(node_names[start:], node_statuses[start:], strict=True))
         diagnosis.statuses.update(zip(node_names[:start], node_statuses[:start], strict=True))
-        rejectors = {status.plugin for status in used if status.plugin}
-        fit_error = FitError(n, diagnosis, "")
-        result = CycleResult(pod, fit_error=fit_error, rejector_plugins=rejectors)
-        if self.framework.post_filter_plugins:
-            # PostFilter reads the cycle state PreFilter leaves (the vectorized dry run needs none, but
-            # a pod slot out of the exact range sends the rest of the dry run node by node).
-            state = CycleState()
-            self.framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
-            self.plain.run_post_filter(result, state, snapshot, pdbs, nominator, now)
-        return result
+        return diagnosis, {status.plugin for status in used if status.plugin}
 
 
 def _run_filters(plugins: Sequence[Any], state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -855,19 +777,3 @@ def _balanced_allocation(cpu_requested: I64, memory_requested: I64, cpu_capacity
     std = np.where(both, np.abs(cpu - memory) / 2, 0.0)
     score: I64 = np.trunc((1 - std) * MAX_NODE_SCORE).astype(np.int64)
     return score
-
-
-def build_fast_algorithm(
-    config: SchedulerConfig,
-    nominator: PodNominator | None,
-    offset: Callable[[int], int] | None = None,
-    rng: random.Random | None = None,
-    executor: DryRunExecutor | None = None,
-) -> FastSchedulingAlgorithm:
-    """The plain algorithm of `build_algorithm(...)` wrapped by the fast path; its DefaultPreemption
-    runs the dry run on the columns where they apply, else with `executor`."""
-    state = ColumnState()
-    vectorized = VectorizedDryRun(state, executor or sequential_dry_run)
-    plain = build_algorithm(config, nominator, offset=offset, rng=rng, executor=vectorized)
-    state.attach(plain.framework)
-    return FastSchedulingAlgorithm(plain, state)
