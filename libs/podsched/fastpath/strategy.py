@@ -47,43 +47,25 @@ from podsched.fastpath.victims import (
     ResourceCheck,
 )
 from podsched.framework.cycle_state import CycleState
-from podsched.framework.interface import MAX_NODE_SCORE, NodeToStatus
+from podsched.framework.interface import MAX_NODE_SCORE, NodeSignature, NodeToStatus
 from podsched.framework.node_info import NodeInfo, Snapshot, pod_host_ports
 from podsched.framework.resource import non_zero_requests, pod_requests
 from podsched.framework.runtime import Framework, PreFilterOutcome
 from podsched.framework.status import Code, Status
 from podsched.plugins import names
-from podsched.plugins.node_affinity import NodeAffinity
-from podsched.plugins.node_name import NodeName
 from podsched.plugins.node_resources import (
     InsufficientResource,
     NodeResourcesBalancedAllocation,
     NodeResourcesFit,
 )
-from podsched.plugins.node_unschedulable import NodeUnschedulable
-from podsched.plugins.taint_toleration import TaintToleration
 from podsched.queue.nominator import Nominator
 
-OBJECT_NAME_FIELD = "metadata.name"
-# Filters whose verdict depends on the Node object only (for a handled pod).
-STATIC_FILTERS = (names.NODE_UNSCHEDULABLE, names.NODE_NAME, names.TAINT_TOLERATION, names.NODE_AFFINITY)
 # Filters that pass or are skipped for every handled pod.
 PASSING_FILTERS = (names.NODE_PORTS, names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
-KNOWN_FILTERS = (*STATIC_FILTERS, *PASSING_FILTERS, names.NODE_RESOURCES_FIT)
 # Scores that PreScore skips for every handled pod.
 SKIPPED_SCORES = (names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
-KNOWN_SCORES = (
-    names.TAINT_TOLERATION,
-    names.NODE_AFFINITY,
-    names.NODE_RESOURCES_FIT,
-    names.NODE_RESOURCES_BALANCED_ALLOCATION,
-    *SKIPPED_SCORES,
-)
-_EXPECTED_CLASSES: dict[str, type] = {
-    names.NODE_UNSCHEDULABLE: NodeUnschedulable,
-    names.NODE_NAME: NodeName,
-    names.TAINT_TOLERATION: TaintToleration,
-    names.NODE_AFFINITY: NodeAffinity,
+# The plugins whose Filter or Score the columns compute with their own arithmetic.
+_COLUMN_ARITHMETIC: dict[str, type] = {
     names.NODE_RESOURCES_FIT: NodeResourcesFit,
     names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
 }
@@ -97,10 +79,12 @@ _NO_ROWS: I64 = np.zeros(0, np.int64)
 class _Profile:
     """What the column strategy needs to know about the framework's plugins."""
 
-    static_filters: tuple[Any, ...]  # plugin objects, framework order
+    static_filters: tuple[Any, ...]  # the filters that sign pods (SignPlugin), framework order
+    static_scores: tuple[tuple[Any, int], ...]  # (plugin, weight) of the scores that sign pods
+    signing: tuple[Any, ...]  # every enabled plugin that signs pods, once
     node_affinity_pre_filter: bool  # NodeAffinity's PreFilter runs (and skips its Filter when idle)
     fit_filter: Any  # the NodeResourcesFit plugin when it filters, else None
-    scores: tuple[tuple[str, Any, int], ...]  # (name, plugin, weight) of the scores that can count
+    scores: tuple[tuple[str, Any, int], ...]  # (name, plugin, weight) of the column-arithmetic scores
     balanced_pre_score: bool
 
 
@@ -109,15 +93,19 @@ def _profile_of(framework: Framework) -> _Profile | None:
     pre_filter = [p.name for p in framework.pre_filter_plugins]
     filters = [p.name for p in framework.filter_plugins]
     pre_score = [p.name for p in framework.pre_score_plugins]
-    if any(name not in KNOWN_FILTERS for name in filters + pre_filter):
+    signing = {id(p): p for p in [*framework.pre_filter_plugins, *framework.filter_plugins] if _signs(p)}
+    signing.update((id(e.plugin), e.plugin) for e in framework.score_plugins if _signs(e.plugin))
+    known = {*PASSING_FILTERS, names.NODE_RESOURCES_FIT}
+    if any(p.name not in known and not _signs(p) for p in [*framework.pre_filter_plugins, *framework.filter_plugins]):
         return None
+    static_filter_names = [p.name for p in framework.filter_plugins if _signs(p)]
     # Without their PreFilter state these filters fail with an error on every node.
     for name in (names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY):
         if name in filters and name not in pre_filter:
             return None
     # The first failing filter names a node's status: the static ones must run before the fit.
     if names.NODE_RESOURCES_FIT in filters and any(
-        filters.index(name) > filters.index(names.NODE_RESOURCES_FIT) for name in STATIC_FILTERS if name in filters
+        filters.index(name) > filters.index(names.NODE_RESOURCES_FIT) for name in static_filter_names
     ):
         return None
     plugins = (
@@ -126,13 +114,16 @@ def _profile_of(framework: Framework) -> _Profile | None:
         + [entry.plugin for entry in framework.score_plugins]
     )
     for plugin in plugins:
-        expected = _EXPECTED_CLASSES.get(plugin.name)
+        expected = _COLUMN_ARITHMETIC.get(plugin.name)
         if expected is not None and type(plugin) is not expected:
             return None
     scores: list[tuple[str, Any, int]] = []
+    static_scores: list[tuple[Any, int]] = []
     for entry in framework.score_plugins:
         name = entry.plugin.name
-        if name not in KNOWN_SCORES:
+        if _signs(entry.plugin):
+            static_scores.append((entry.plugin, entry.weight))
+        elif name not in (*_COLUMN_ARITHMETIC, *SKIPPED_SCORES):
             return None
         # A score whose PreScore is disabled reads defaults (or fails): not modelled.
         if hasattr(entry.plugin, "pre_score") and name not in pre_score:
@@ -140,15 +131,23 @@ def _profile_of(framework: Framework) -> _Profile | None:
         default_resources = (("cpu", 1), ("memory", 1))
         if name == names.NODE_RESOURCES_FIT and getattr(entry.plugin, "score_resources", None) != default_resources:
             return None
-        if name not in SKIPPED_SCORES:
+        if name not in SKIPPED_SCORES and not _signs(entry.plugin):
             scores.append((name, entry.plugin, entry.weight))
     return _Profile(
-        static_filters=tuple(p for p in framework.filter_plugins if p.name in STATIC_FILTERS),
+        static_filters=tuple(p for p in framework.filter_plugins if _signs(p)),
+        static_scores=tuple(static_scores),
+        signing=tuple(signing.values()),
         node_affinity_pre_filter=names.NODE_AFFINITY in pre_filter,
         fit_filter=next((p for p in framework.filter_plugins if p.name == names.NODE_RESOURCES_FIT), None),
         scores=tuple(scores),
         balanced_pre_score=names.NODE_RESOURCES_BALANCED_ALLOCATION in pre_score,
     )
+
+
+@dataclass(slots=True)
+class _StaticScores:
+    skipped: set[str]  # PreScore said Skip for this pod signature
+    all_zero: set[str]  # every node's raw score is 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +168,6 @@ class _PodShape:
     resource_score_key: Hashable  # everything LeastAllocated and BalancedAllocation read
     skip_node_affinity_filter: bool
     skip_balanced: bool
-    score_node_affinity: bool
 
 
 @functools.lru_cache(maxsize=1024)
@@ -177,8 +175,22 @@ def _reason(resource: str) -> str:
     return InsufficientResource(resource, 0, 0, 0, False).reason
 
 
-def _pins_node_names(terms: Iterable[Any]) -> bool:
-    return any(r.key == OBJECT_NAME_FIELD and r.operator == "In" for term in terms for r in term.match_fields)
+def _signs(plugin: object) -> bool:
+    """Whether the plugin signs pods (SignPlugin): its verdicts depend on the Node object alone."""
+    return callable(getattr(plugin, "sign_pod", None))
+
+
+def _signature(plugins: Iterable[Any], signatures: dict[int, NodeSignature]) -> tuple[Hashable, tuple[str, ...] | None]:
+    """The plugins' signatures together: (key, label keys any of them reads; None: a node name)."""
+    plugins = tuple(plugins)
+    key = tuple((p.name, signatures[id(p)].key) for p in plugins)
+    labels: set[str] = set()
+    for p in plugins:
+        label_keys = signatures[id(p)].label_keys
+        if label_keys is None:
+            return key, None
+        labels.update(label_keys)
+    return key, tuple(sorted(labels))
 
 
 def _pod_shape(pod: Pod, profile: _Profile) -> _PodShape | None:
@@ -188,16 +200,18 @@ def _pod_shape(pod: Pod, profile: _Profile) -> _PodShape | None:
         return None
     affinity = spec.affinity
     required = None
-    preferred: tuple[Any, ...] = ()
     if affinity is not None:
         for terms in (affinity.pod_affinity, affinity.pod_anti_affinity):
             if terms is not None and (terms.required or terms.preferred):
                 return None
         if affinity.node_affinity is not None:
             required = affinity.node_affinity.required
-            preferred = tuple(t for t in affinity.node_affinity.preferred if t.weight != 0)
-    if required and _pins_node_names(required):
-        return None
+    signatures: dict[int, NodeSignature] = {}
+    for plugin in profile.signing:
+        signature = plugin.sign_pod(pod)
+        if signature is None:
+            return None
+        signatures[id(plugin)] = signature
     if pod_host_ports(pod):
         return None
     request = pod_requests(pod)
@@ -221,14 +235,8 @@ def _pod_shape(pod: Pod, profile: _Profile) -> _PodShape | None:
         return None
     skip_node_affinity = profile.node_affinity_pre_filter and required is None and not spec.node_selector
     skip_balanced = profile.balanced_pre_score and request.milli_cpu == 0 and request.memory == 0
-    required_terms = required or ()
-    filter_labels: tuple[str, ...] | None = None
-    if not spec.node_name and not any(term.match_fields for term in required_terms):
-        keys = {r.key for term in required_terms for r in term.match_expressions}
-        filter_labels = tuple(sorted(keys | spec.node_selector.keys()))
-    score_labels: tuple[str, ...] | None = None
-    if not any(term.preference.match_fields for term in preferred):
-        score_labels = tuple(sorted({r.key for term in preferred for r in term.preference.match_expressions}))
+    filter_key, filter_labels = _signature(profile.static_filters, signatures)
+    score_key, score_labels = _signature((p for p, _ in profile.static_scores), signatures)
     return _PodShape(
         priority=pod.priority,
         checks=tuple(checks),
@@ -236,15 +244,8 @@ def _pod_shape(pod: Pod, profile: _Profile) -> _PodShape | None:
         request_memory=request.memory,
         non_zero_cpu=non_zero_cpu,
         non_zero_memory=non_zero_memory,
-        filter_key=(
-            "filter",
-            spec.tolerations,
-            tuple(sorted(spec.node_selector.items())),
-            required,
-            spec.node_name,
-            skip_node_affinity,
-        ),
-        score_key=("score", spec.tolerations, preferred),
+        filter_key=("filter", skip_node_affinity, filter_key),
+        score_key=("score", score_key),
         filter_labels=filter_labels,
         score_labels=score_labels,
         fit_key=("fit", *((check.resource, check.value) for check in checks)),
@@ -258,7 +259,6 @@ def _pod_shape(pod: Pod, profile: _Profile) -> _PodShape | None:
         ),
         skip_node_affinity_filter=skip_node_affinity,
         skip_balanced=skip_balanced,
-        score_node_affinity=bool(preferred),
     )
 
 
@@ -288,15 +288,6 @@ class _InternedStatuses:
             self.by_key[key] = position
             self.statuses.append(status)
         return position
-
-
-def _normalize(raw: I64, reverse: bool) -> I64:
-    """helper.DefaultNormalizeScore over the scored nodes."""
-    max_count = int(raw.max())
-    if max_count == 0:
-        return np.full(raw.size, MAX_NODE_SCORE, np.int64) if reverse else raw
-    value = MAX_NODE_SCORE * raw // max_count
-    return MAX_NODE_SCORE - value if reverse else value
 
 
 def _least_allocated(requested: I64, capacity: I64) -> I64:
@@ -450,23 +441,26 @@ class ColumnStrategy:
         return cache
 
     def _static_scores(self, pod: Pod, shape: _PodShape, profile: _Profile) -> RowCache:
-        """Per row: raw TaintToleration and NodeAffinity scores."""
+        """Per row: the raw scores of the plugins that sign pods, from their own Score. `extra`: the
+        plugins whose PreScore skipped for this pod signature, and those whose raw scores are all 0."""
         columns = self.columns
 
         def make(n: int) -> RowCache:
-            return RowCache(n, {name: np.zeros(n, np.int64) for name in (names.TAINT_TOLERATION, names.NODE_AFFINITY)})
+            cache = RowCache(n, {plugin.name: np.zeros(n, np.int64) for plugin, _ in profile.static_scores})
+            cache.extra = _StaticScores(set(), set())
+            return cache
 
         cache = columns.row_cache(shape.score_key, make)
         versions = columns.col["static_version"]
         stale = self._stale(cache)
         if stale.size:
-            for name, plugin, _ in profile.scores:
-                if name not in (names.TAINT_TOLERATION, names.NODE_AFFINITY):
-                    continue
+            extra: _StaticScores = cache.extra
+            for plugin, _ in profile.static_scores:
                 state = CycleState()
-                skipped = plugin.pre_score(state, pod, [])
-                column = cache.arrays[name]
+                skipped = plugin.pre_score(state, pod, []) if hasattr(plugin, "pre_score") else None
+                column = cache.arrays[plugin.name]
                 if skipped is not None and skipped.code == Code.SKIP:
+                    extra.skipped.add(plugin.name)
                     column[stale] = 0
                     continue
 
@@ -475,7 +469,7 @@ class ColumnStrategy:
 
                 column[stale] = self._per_distinct_node(stale, shape.score_labels, score)
             cache.version[stale] = versions[stale]
-            cache.extra = {name for name, column in cache.arrays.items() if not column.any()}  # all zero
+            extra.all_zero = {name for name, column in cache.arrays.items() if not column.any()}
         return cache
 
     def _per_distinct_node(self, rows: I64, labels: tuple[str, ...] | None, compute: Callable[[int], int]) -> I64:
@@ -585,20 +579,23 @@ class ColumnStrategy:
         totals: I64 = self._shape_column(
             shape.resource_score_key, "score", lambda changed: self._resource_scores(pod, shape, profile, changed)
         )[rows]
-        static: RowCache | None = None
-        for name, _, weight in profile.scores:
-            if name not in (names.TAINT_TOLERATION, names.NODE_AFFINITY):
+        if not profile.static_scores:
+            return totals
+        static = self._static_scores(pod, shape, profile)
+        extra: _StaticScores = static.extra
+        state = CycleState()
+        for plugin, weight in profile.static_scores:
+            if plugin.name in extra.skipped:
                 continue
-            if name == names.NODE_AFFINITY and not shape.score_node_affinity:
-                continue  # PreScore skipped it
-            if static is None:
-                static = self._static_scores(pod, shape, profile)
-            reverse = name == names.TAINT_TOLERATION
-            if name in static.extra:  # every raw score is 0
-                if reverse:
-                    totals = totals + weight * MAX_NODE_SCORE
+            if plugin.name in extra.all_zero:
+                # The plugin's own NormalizeScore of one 0 stands for every node (all raw scores are 0).
+                scores = [0]
+                plugin.normalize_score(state, pod, scores)
+                totals = totals + weight * scores[0]
                 continue
-            totals = totals + weight * _normalize(static.arrays[name][rows], reverse)
+            scores = static.arrays[plugin.name][rows].tolist()
+            plugin.normalize_score(state, pod, scores)
+            totals = totals + weight * np.array(scores, np.int64)
         return totals
 
     def _resource_scores(self, pod: Pod, shape: _PodShape, profile: _Profile, rows: I64 | None) -> I64:

@@ -5,7 +5,7 @@ registered for. Filter returns None for Success because it runs once per node pe
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -89,6 +89,25 @@ class PodNominator(Protocol):
 
 class Plugin(Protocol):
     name: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSignature:
+    """A plugin's SignPod fragment (upstream SignPlugin) for a pod whose Filter and Score verdicts on
+    a node depend on this fragment of the pod and on the Node object alone: pods with equal keys get
+    equal verdicts on a node, and for one pod, nodes with equal taints, unschedulable flag and values
+    of `label_keys` get equal verdicts (None: the verdict reads the node's name too). The column
+    strategy evaluates such a plugin once per distinct node and pod signature and keeps the verdict
+    until the Node object changes."""
+
+    key: Hashable
+    label_keys: tuple[str, ...] | None
+
+
+class SignPlugin(Plugin, Protocol):
+    def sign_pod(self, pod: Pod) -> NodeSignature | None:
+        """This pod's fragment, or None when its verdicts depend on more than the Node object."""
+        ...
 
 
 class PreFilterExtensions(Protocol):

@@ -15,6 +15,7 @@ from podsched.framework.cycle_state import CycleState
 from podsched.framework.events import NODE_ADD, NODE_UPDATE, ClusterEventWithHint
 from podsched.framework.interface import (
     MAX_NODE_SCORE,
+    NodeSignature,
     PreFilterExtensions,
     PreFilterResult,
     default_normalize_score,
@@ -75,6 +76,11 @@ def _preferred_terms(pod: Pod) -> tuple[PreferredSchedulingTerm, ...]:
     return tuple(t for t in affinity.node_affinity.preferred if t.weight != 0)
 
 
+def _node_names_pinned(terms: Sequence[NodeSelectorTerm]) -> bool:
+    """Whether some term names nodes through `matchFields metadata.name In`."""
+    return any(r.key == OBJECT_NAME_FIELD and r.operator == "In" for term in terms for r in term.match_fields)
+
+
 def _node_names_pinned_by(terms: tuple[NodeSelectorTerm, ...]) -> set[str] | None:
     """The node names the terms can only match through `matchFields metadata.name In`, or None when
     some term does not pin names (terms are ORed, so then every node is possible)."""
@@ -101,6 +107,24 @@ class NodeAffinity:
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """The events that may make a pod this plugin rejected schedulable."""
         return [ClusterEventWithHint(NODE_ADD), ClusterEventWithHint(NODE_UPDATE)]
+
+    def sign_pod(self, pod: Pod) -> NodeSignature | None:
+        """Filter reads the nodeSelector and the required terms, Score the preferred terms, all
+        against the node's labels (and its name, through matchFields). None when the required terms
+        pin node names: PreFilter then narrows the nodes."""
+        required = _required_terms(pod) or ()
+        if _node_names_pinned(required):
+            return None
+        affinity = pod.spec.affinity
+        node_affinity = affinity.node_affinity if affinity is not None else None
+        preferred = tuple(t for t in node_affinity.preferred if t.weight != 0) if node_affinity is not None else ()
+        selector = pod.spec.node_selector
+        key = (tuple(sorted(selector.items())), _required_terms(pod), preferred)
+        if any(term.match_fields for term in required) or any(t.preference.match_fields for t in preferred):
+            return NodeSignature(key, None)
+        keys = set(selector) | {r.key for term in required for r in term.match_expressions}
+        keys |= {r.key for t in preferred for r in t.preference.match_expressions}
+        return NodeSignature(key, tuple(sorted(keys)))
 
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]

@@ -15,7 +15,7 @@ from podsched.api.types import (
 )
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.events import NODE_ADD, NODE_UPDATE, ClusterEventWithHint
-from podsched.framework.interface import MAX_NODE_SCORE, default_normalize_score
+from podsched.framework.interface import MAX_NODE_SCORE, NodeSignature, default_normalize_score
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Status
 from podsched.plugins import names
@@ -55,6 +55,10 @@ class TaintToleration:
     def events_to_register(self) -> list[ClusterEventWithHint]:
         """The events that may make a pod this plugin rejected schedulable."""
         return [ClusterEventWithHint(NODE_ADD), ClusterEventWithHint(NODE_UPDATE)]
+
+    def sign_pod(self, pod: Pod) -> NodeSignature:
+        """Filter and Score read the pod's tolerations and the node's taints."""
+        return NodeSignature(pod.spec.tolerations, ())
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         taints = node_info.node.spec.taints
