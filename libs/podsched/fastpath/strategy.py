@@ -29,7 +29,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -641,6 +641,31 @@ class ColumnStrategy:
         return total
 
 
+class _RowNames(Sequence[str]):
+    """The names of some rows, looked up when asked (the cycle asks for one or two of hundreds)."""
+
+    __slots__ = ("_names", "_rows")
+
+    def __init__(self, names: Obj, rows: I64) -> None:
+        self._names = names
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return int(self._rows.size)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            names: list[str] = self._names[self._rows[index]].tolist()
+            return names
+        return str(self._names[self._rows[index]])
+
+
 class ColumnCycle:
     """One cycle on columns, a CycleEvaluation (podsched.scheduler.schedule_one): every node's Filter
     verdict at once. One difference in form, not in content: nodes failing for the same reasons share
@@ -687,7 +712,7 @@ class ColumnCycle:
         row = self.columns.index.get(node_name)
         return row is not None and bool(self._feasible_mask()[row])
 
-    def find_feasible(self, start: int, to_find: int) -> tuple[list[str], int]:
+    def find_feasible(self, start: int, to_find: int) -> tuple[Sequence[str], int]:
         n = self.columns.n
         self._start = start
         feasible = np.flatnonzero(self._feasible_mask())
@@ -700,8 +725,7 @@ class ColumnCycle:
             ordered = np.concatenate((ordered, feasible[: min(split, to_find - ordered.size)]))
         processed = (int(ordered[-1]) - start) % n + 1 if ordered.size >= to_find else n
         self._rows = ordered
-        names_of: list[str] = self.columns.names[ordered].tolist()
-        return names_of, processed
+        return _RowNames(self.columns.names, ordered), processed
 
     def scores(self) -> I64:
         return self.strategy._scores(self.pod, self.shape, self.profile, self._rows)

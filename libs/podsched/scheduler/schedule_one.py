@@ -82,7 +82,7 @@ class CycleEvaluation(Protocol):
         """Whether the pod passes every filter on this node (one of those PreFilter left)."""
         ...
 
-    def find_feasible(self, start: int, to_find: int) -> tuple[list[str], int]:
+    def find_feasible(self, start: int, to_find: int) -> tuple[Sequence[str], int]:
         """Visit the nodes round-robin from `start` until `to_find` pass: (their names in visit
         order, how many nodes were visited)."""
         ...
@@ -255,7 +255,7 @@ class SchedulingAlgorithm:
 
         # Round-robin from where the last cycle stopped, until enough feasible nodes are found
         # (percentageOfNodesToScore).
-        feasible: list[str] = []
+        feasible: Sequence[str] = ()
         processed = 0
         num_nodes = evaluation.num_nodes()
         if num_nodes:
