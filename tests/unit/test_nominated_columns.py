@@ -17,7 +17,7 @@ from podsched.api.types import Pod
 from podsched.fastpath import nominated as nominated_module
 from podsched.fastpath.columns import SAFE_LIMIT, NodeColumns
 from podsched.fastpath.nominated import NominatedColumns, OutOfRange
-from podsched.fastpath.victims import ResourceCheck
+from podsched.framework.interface import ResourceCheck
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
 from podsched.framework.resource import pod_requests
 from podsched.queue import nominator as nominator_module

@@ -524,6 +524,11 @@ class NodeColumns:
 
     # --- column access -----------------------------------------------------------------------
 
+    def values(self, name: str, rows: I64 | None) -> I64:
+        """NodeColumnsView: a node column for these rows (None: every row)."""
+        column = self.col[name]
+        return column if rows is None else column[rows]
+
     def free(self, resource: str) -> I64:
         """allocatable - requested for cpu, memory, ephemeral-storage or an extended resource."""
         column = _FREE_COLUMNS.get(resource)

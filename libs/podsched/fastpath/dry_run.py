@@ -23,9 +23,9 @@ from podsched.fastpath.victims import (
     NO_VICTIMS,
     ChunkOutcome,
     NominatedLoad,
-    ResourceCheck,
     select_victims,
 )
+from podsched.framework.interface import ResourceCheck
 from podsched.framework.status import Status
 from podsched.preemption.evaluator import DryRun, DryRunAccumulator, DryRunExecutor
 from podsched.preemption.tie_breaks import VictimSummary

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from podsched.fastpath.columns import I64, Bool
-from podsched.fastpath.victims import ResourceCheck
+from podsched.framework.interface import ResourceCheck
 from podsched.framework.status import Code, Status
 from podsched.plugins import names
 from podsched.plugins.node_resources import REASON_TOO_MANY_PODS

@@ -14,7 +14,7 @@ import numpy as np
 
 from podsched.api.types import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, Pod
 from podsched.fastpath.columns import I64, NodeColumns, all_safe, request_is_safe
-from podsched.fastpath.victims import ResourceCheck
+from podsched.framework.interface import ResourceCheck
 from podsched.framework.node_info import PodInfo
 from podsched.framework.resource import pod_requests
 from podsched.queue.nominator import Nominator

@@ -8,20 +8,22 @@ for each pod and falls back to NodeByNode where none is given; the PostFilter pl
 either way (DefaultPreemption's dry run on columns is fastpath.dry_run).
 
 Handled ("resource-only") pods: no pod (anti-)affinity, no topology spread constraints, no host
-ports, no required node affinity pinning node names (those narrow the nodes in PreFilter), in a
-cluster where no pod has any pod (anti-)affinity term (existing pods' required anti-affinity
-filters, and their affinity terms of any kind score, through InterPodAffinity) and every value is
-in the exact range of the vectorized arithmetic. For such a pod, under a profile made of the default
-plugins:
-  * PreFilter skips NodePorts, PodTopologySpread and InterPodAffinity, and NodeAffinity when the pod
-    has neither nodeSelector nor required node affinity; nothing narrows the node list;
-  * NodeUnschedulable, NodeName, TaintToleration and NodeAffinity read the Node object only: their
-    verdict is computed once per node and per pod "placement signature" by the plugins themselves
-    and cached until that node's Node object changes;
-  * NodeResourcesFit is columns arithmetic;
-  * PodTopologySpread and InterPodAffinity skip PreScore; LeastAllocated, BalancedAllocation and the
-    TaintToleration / NodeAffinity scores are vectorized with the plugins' integer and float64
-    arithmetic (identical results for values below 2**52).
+ports, in a cluster where no pod has any pod (anti-)affinity term (existing pods' required
+anti-affinity filters, and their affinity terms of any kind score, through InterPodAffinity) and
+every value is in the exact range of the vectorized arithmetic. The plugins say what they can do on
+columns (podsched.framework.interface):
+  * a plugin that signs the pod (SignPlugin: NodeUnschedulable, NodeName, TaintToleration,
+    NodeAffinity) has Filter and Score verdicts that read the Node object only: the strategy calls
+    the plugin's own Filter and Score once per distinct node and pod signature, keeps the verdicts
+    until that node's Node object changes, and normalizes with the plugin's own NormalizeScore;
+    a plugin that cannot sign the pod sends the cycle node by node;
+  * the filter that declares its resource checks (ColumnFitPlugin: NodeResourcesFit) is evaluated
+    as columns arithmetic on every node, and so is the preemption dry run (fastpath.victims);
+  * a score with score_columns (ColumnScorePlugin: LeastAllocated, BalancedAllocation) scores all
+    nodes at once, cached per pod key and updated for the nodes that changed;
+  * NodePorts, PodTopologySpread and InterPodAffinity skip PreFilter and PreScore for such a pod:
+    nothing to run; NodeAffinity's PreFilter skips its Filter when the pod has no node selector
+    and no required terms. Nothing narrows the node list.
 """
 
 from __future__ import annotations
@@ -35,19 +37,13 @@ import numpy as np
 import numpy.typing as npt
 
 from podsched.api.types import (
-    RESOURCE_CPU,
-    RESOURCE_EPHEMERAL_STORAGE,
-    RESOURCE_MEMORY,
     Pod,
 )
 from podsched.fastpath.columns import I64, SAFE_LIMIT, Bool, NodeColumns, Obj, RowCache, all_safe, request_is_safe
 from podsched.fastpath.fit_status import fit_statuses
 from podsched.fastpath.nominated import NominatedColumns, OutOfRange
-from podsched.fastpath.victims import (
-    ResourceCheck,
-)
 from podsched.framework.cycle_state import CycleState
-from podsched.framework.interface import MAX_NODE_SCORE, NodeSignature, NodeToStatus
+from podsched.framework.interface import NodeSignature, NodeToStatus, ResourceCheck
 from podsched.framework.node_info import NodeInfo, Snapshot, pod_host_ports
 from podsched.framework.resource import non_zero_requests, pod_requests
 from podsched.framework.runtime import Framework, PreFilterOutcome
@@ -55,8 +51,6 @@ from podsched.framework.status import Code, Status
 from podsched.plugins import names
 from podsched.plugins.node_resources import (
     InsufficientResource,
-    NodeResourcesBalancedAllocation,
-    NodeResourcesFit,
 )
 from podsched.queue.nominator import Nominator
 
@@ -64,11 +58,6 @@ from podsched.queue.nominator import Nominator
 PASSING_FILTERS = (names.NODE_PORTS, names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
 # Scores that PreScore skips for every handled pod.
 SKIPPED_SCORES = (names.POD_TOPOLOGY_SPREAD, names.INTER_POD_AFFINITY)
-# The plugins whose Filter or Score the columns compute with their own arithmetic.
-_COLUMN_ARITHMETIC: dict[str, type] = {
-    names.NODE_RESOURCES_FIT: NodeResourcesFit,
-    names.NODE_RESOURCES_BALANCED_ALLOCATION: NodeResourcesBalancedAllocation,
-}
 MAX_CHECKS = 60
 # Up to this many changed rows, cached per-row values are recomputed by the plugins themselves.
 FEW_ROWS = 16
@@ -83,9 +72,8 @@ class _Profile:
     static_scores: tuple[tuple[Any, int], ...]  # (plugin, weight) of the scores that sign pods
     signing: tuple[Any, ...]  # every enabled plugin that signs pods, once
     node_affinity_pre_filter: bool  # NodeAffinity's PreFilter runs (and skips its Filter when idle)
-    fit_filter: Any  # the NodeResourcesFit plugin when it filters, else None
-    scores: tuple[tuple[str, Any, int], ...]  # (name, plugin, weight) of the column-arithmetic scores
-    balanced_pre_score: bool
+    fit_filter: Any  # the filter whose checks the columns evaluate (ColumnFitPlugin)
+    column_scores: tuple[tuple[Any, int], ...]  # (plugin, weight) of the scores offering score_columns
 
 
 def _profile_of(framework: Framework) -> _Profile | None:
@@ -95,8 +83,13 @@ def _profile_of(framework: Framework) -> _Profile | None:
     pre_score = [p.name for p in framework.pre_score_plugins]
     signing = {id(p): p for p in [*framework.pre_filter_plugins, *framework.filter_plugins] if _signs(p)}
     signing.update((id(e.plugin), e.plugin) for e in framework.score_plugins if _signs(e.plugin))
-    known = {*PASSING_FILTERS, names.NODE_RESOURCES_FIT}
-    if any(p.name not in known and not _signs(p) for p in [*framework.pre_filter_plugins, *framework.filter_plugins]):
+    if any(
+        not (_signs(p) or _offers(p, "fit_checks") or p.name in PASSING_FILTERS)
+        for p in [*framework.pre_filter_plugins, *framework.filter_plugins]
+    ):
+        return None
+    fit_filter = next((p for p in framework.filter_plugins if _offers(p, "fit_checks")), None)
+    if fit_filter is None:  # the dry run on columns evaluates this plugin's checks
         return None
     static_filter_names = [p.name for p in framework.filter_plugins if _signs(p)]
     # Without their PreFilter state these filters fail with an error on every node.
@@ -104,43 +97,28 @@ def _profile_of(framework: Framework) -> _Profile | None:
         if name in filters and name not in pre_filter:
             return None
     # The first failing filter names a node's status: the static ones must run before the fit.
-    if names.NODE_RESOURCES_FIT in filters and any(
-        filters.index(name) > filters.index(names.NODE_RESOURCES_FIT) for name in static_filter_names
-    ):
+    if any(filters.index(name) > filters.index(fit_filter.name) for name in static_filter_names):
         return None
-    plugins = (
-        list(framework.filter_plugins)
-        + list(framework.pre_filter_plugins)
-        + [entry.plugin for entry in framework.score_plugins]
-    )
-    for plugin in plugins:
-        expected = _COLUMN_ARITHMETIC.get(plugin.name)
-        if expected is not None and type(plugin) is not expected:
-            return None
-    scores: list[tuple[str, Any, int]] = []
+    column_scores: list[tuple[Any, int]] = []
     static_scores: list[tuple[Any, int]] = []
     for entry in framework.score_plugins:
         name = entry.plugin.name
         if _signs(entry.plugin):
             static_scores.append((entry.plugin, entry.weight))
-        elif name not in (*_COLUMN_ARITHMETIC, *SKIPPED_SCORES):
+        elif _offers(entry.plugin, "score_columns"):
+            column_scores.append((entry.plugin, entry.weight))
+        elif name not in SKIPPED_SCORES:
             return None
         # A score whose PreScore is disabled reads defaults (or fails): not modelled.
         if hasattr(entry.plugin, "pre_score") and name not in pre_score:
             return None
-        default_resources = (("cpu", 1), ("memory", 1))
-        if name == names.NODE_RESOURCES_FIT and getattr(entry.plugin, "score_resources", None) != default_resources:
-            return None
-        if name not in SKIPPED_SCORES and not _signs(entry.plugin):
-            scores.append((name, entry.plugin, entry.weight))
     return _Profile(
         static_filters=tuple(p for p in framework.filter_plugins if _signs(p)),
         static_scores=tuple(static_scores),
         signing=tuple(signing.values()),
         node_affinity_pre_filter=names.NODE_AFFINITY in pre_filter,
-        fit_filter=next((p for p in framework.filter_plugins if p.name == names.NODE_RESOURCES_FIT), None),
-        scores=tuple(scores),
-        balanced_pre_score=names.NODE_RESOURCES_BALANCED_ALLOCATION in pre_score,
+        fit_filter=fit_filter,
+        column_scores=tuple(column_scores),
     )
 
 
@@ -156,18 +134,14 @@ class _PodShape:
 
     priority: int
     checks: tuple[ResourceCheck, ...]
-    request_cpu: int
-    request_memory: int
-    non_zero_cpu: int
-    non_zero_memory: int
     filter_key: Hashable  # everything the static filters read from the pod
     score_key: Hashable  # everything the static scores read from the pod
     filter_labels: tuple[str, ...] | None  # label keys the static filters read (None: also the node name)
     score_labels: tuple[str, ...] | None  # label keys the static scores read (None: also the node name)
     fit_key: Hashable  # everything NodeResourcesFit reads from the pod
-    resource_score_key: Hashable  # everything LeastAllocated and BalancedAllocation read
+    resource_score_key: Hashable  # everything the column scores read from the pod
     skip_node_affinity_filter: bool
-    skip_balanced: bool
+    skipped_scores: frozenset[str]  # column scores whose PreScore skips this pod
 
 
 @functools.lru_cache(maxsize=1024)
@@ -177,7 +151,17 @@ def _reason(resource: str) -> str:
 
 def _signs(plugin: object) -> bool:
     """Whether the plugin signs pods (SignPlugin): its verdicts depend on the Node object alone."""
-    return callable(getattr(plugin, "sign_pod", None))
+    return _offers(plugin, "sign_pod")
+
+
+def _skips(status: Status | None) -> bool:
+    return status is not None and status.code == Code.SKIP
+
+
+def _offers(plugin: object, column_method: str) -> bool:
+    """Whether the plugin offers this column method (framework.interface: SignPlugin, ColumnFitPlugin,
+    ColumnScorePlugin)."""
+    return callable(getattr(plugin, column_method, None))
 
 
 def _signature(plugins: Iterable[Any], signatures: dict[int, NodeSignature]) -> tuple[Hashable, tuple[str, ...] | None]:
@@ -217,33 +201,23 @@ def _pod_shape(pod: Pod, profile: _Profile) -> _PodShape | None:
     request = pod_requests(pod)
     if not request_is_safe(request):
         return None
-    checks: list[ResourceCheck] = []
-    for resource, value in (
-        (RESOURCE_CPU, request.milli_cpu),
-        (RESOURCE_MEMORY, request.memory),
-        (RESOURCE_EPHEMERAL_STORAGE, request.ephemeral_storage),
-    ):
-        if value > 0:
-            checks.append(ResourceCheck(resource, value, _reason(resource)))
-    for resource, value in request.scalar.items():
-        if value != 0:
-            checks.append(ResourceCheck(resource, value, _reason(resource)))
-    if len(checks) > MAX_CHECKS:
+    checks: tuple[ResourceCheck, ...] = profile.fit_filter.fit_checks(pod)
+    if len(checks) > MAX_CHECKS or not all_safe(check.value for check in checks):
         return None
     non_zero_cpu, non_zero_memory = non_zero_requests(pod)
     if not (0 <= non_zero_cpu < SAFE_LIMIT and 0 <= non_zero_memory < SAFE_LIMIT):
         return None
     skip_node_affinity = profile.node_affinity_pre_filter and required is None and not spec.node_selector
-    skip_balanced = profile.balanced_pre_score and request.milli_cpu == 0 and request.memory == 0
+    skipped_scores = frozenset(
+        plugin.name
+        for plugin, _ in profile.column_scores
+        if hasattr(plugin, "pre_score") and _skips(plugin.pre_score(CycleState(), pod, []))
+    )
     filter_key, filter_labels = _signature(profile.static_filters, signatures)
     score_key, score_labels = _signature((p for p, _ in profile.static_scores), signatures)
     return _PodShape(
         priority=pod.priority,
-        checks=tuple(checks),
-        request_cpu=request.milli_cpu,
-        request_memory=request.memory,
-        non_zero_cpu=non_zero_cpu,
-        non_zero_memory=non_zero_memory,
+        checks=checks,
         filter_key=("filter", skip_node_affinity, filter_key),
         score_key=("score", score_key),
         filter_labels=filter_labels,
@@ -251,14 +225,11 @@ def _pod_shape(pod: Pod, profile: _Profile) -> _PodShape | None:
         fit_key=("fit", *((check.resource, check.value) for check in checks)),
         resource_score_key=(
             "resource-score",
-            non_zero_cpu,
-            non_zero_memory,
-            request.milli_cpu,
-            request.memory,
-            skip_balanced,
+            skipped_scores,
+            tuple(plugin.score_key(pod) for plugin, _ in profile.column_scores),
         ),
         skip_node_affinity_filter=skip_node_affinity,
-        skip_balanced=skip_balanced,
+        skipped_scores=skipped_scores,
     )
 
 
@@ -288,11 +259,6 @@ class _InternedStatuses:
             self.by_key[key] = position
             self.statuses.append(status)
         return position
-
-
-def _least_allocated(requested: I64, capacity: I64) -> I64:
-    usable = (capacity != 0) & (requested <= capacity)
-    return np.where(usable, (capacity - requested) * MAX_NODE_SCORE // np.where(capacity == 0, 1, capacity), 0)
 
 
 def _object_array(items: Sequence[object]) -> Obj:
@@ -599,45 +565,20 @@ class ColumnStrategy:
         return totals
 
     def _resource_scores(self, pod: Pod, shape: _PodShape, profile: _Profile, rows: I64 | None) -> I64:
-        """Weighted LeastAllocated + BalancedAllocation scores (no normalization: both are final)."""
-        col = self.columns.col
+        """The weighted sum of the column scores (their scores are final: no normalization)."""
+        plugins = [
+            (plugin, weight) for plugin, weight in profile.column_scores if plugin.name not in shape.skipped_scores
+        ]
         if rows is not None and rows.size <= FEW_ROWS:  # the plugins themselves, on the current NodeInfo
             state = CycleState()
             infos = self.columns.infos
-            plugins = [
-                (plugin, weight)
-                for name, plugin, weight in profile.scores
-                if name == names.NODE_RESOURCES_FIT
-                or (name == names.NODE_RESOURCES_BALANCED_ALLOCATION and not shape.skip_balanced)
-            ]
             return np.array(
                 [sum(weight * plugin.score(state, pod, infos[r]) for plugin, weight in plugins) for r in rows.tolist()],
                 np.int64,
             )
-
-        def column(name: str) -> I64:
-            return col[name] if rows is None else col[name][rows]
-
         total = np.zeros(self.columns.n if rows is None else rows.size, np.int64)
-        for name, _, weight in profile.scores:
-            if name == names.NODE_RESOURCES_FIT:
-                cpu = _least_allocated(column("nz_cpu") + shape.non_zero_cpu, column("alloc_cpu"))
-                memory = _least_allocated(column("nz_mem") + shape.non_zero_memory, column("alloc_mem"))
-                # least_allocated_score: the average over the resources the node has any of
-                counted = (column("alloc_cpu") != 0).astype(np.int64) + (column("alloc_mem") != 0)
-                total += weight * ((cpu + memory) // np.maximum(counted, 1))
-            elif name == names.NODE_RESOURCES_BALANCED_ALLOCATION and not shape.skip_balanced:
-                with_pod = _balanced_allocation(
-                    column("req_cpu") + shape.request_cpu,
-                    column("req_mem") + shape.request_memory,
-                    column("alloc_cpu"),
-                    column("alloc_mem"),
-                )
-                without_pod = _balanced_allocation(
-                    column("req_cpu"), column("req_mem"), column("alloc_cpu"), column("alloc_mem")
-                )
-                half = MAX_NODE_SCORE // 2
-                total += weight * (half + (half + with_pod - without_pod) // 2)  # balance_change_score
+        for plugin, weight in plugins:
+            total += weight * plugin.score_columns(pod, self.columns, rows)
         return total
 
 
@@ -787,14 +728,3 @@ def _run_filters(plugins: Sequence[Any], state: CycleState, pod: Pod, node_info:
             assert isinstance(status, Status)
             return status
     return None
-
-
-def _balanced_allocation(cpu_requested: I64, memory_requested: I64, cpu_capacity: I64, memory_capacity: I64) -> I64:
-    """balanced_allocation_score, elementwise, with the same float64 operations."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cpu = np.minimum(cpu_requested / cpu_capacity, 1.0)
-        memory = np.minimum(memory_requested / memory_capacity, 1.0)
-    both = (cpu_capacity != 0) & (memory_capacity != 0)
-    std = np.where(both, np.abs(cpu - memory) / 2, 0.0)
-    score: I64 = np.trunc((1 - std) * MAX_NODE_SCORE).astype(np.int64)
-    return score

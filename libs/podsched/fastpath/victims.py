@@ -28,6 +28,7 @@ import numpy as np
 
 from podsched.api.types import PodDisruptionBudget
 from podsched.fastpath.columns import F64, I64, Bool, NodeColumns, Obj
+from podsched.framework.interface import ResourceCheck
 from podsched.preemption.pdb import pdb_matches_pod
 from podsched.preemption.tie_breaks import INT32_OFFSET
 
@@ -38,15 +39,6 @@ CANDIDATE = 2
 NO_VICTIM_ERROR = 3  # fits with every pod reprieved: upstream's "expected at least one victim" error
 
 _MIN_INT64 = np.iinfo(np.int64).min
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceCheck:
-    """One resource the preemptor requests (fitsRequest order), with its FitError reason."""
-
-    resource: str
-    value: int
-    reason: str
 
 
 @dataclass(slots=True)

@@ -9,6 +9,9 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from podsched.api.types import Pod, PodDisruptionBudget
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
@@ -107,6 +110,43 @@ class NodeSignature:
 class SignPlugin(Plugin, Protocol):
     def sign_pod(self, pod: Pod) -> NodeSignature | None:
         """This pod's fragment, or None when its verdicts depend on more than the Node object."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceCheck:
+    """One amount a resource filter checks against each node's free room, with its FitError reason."""
+
+    resource: str
+    value: int
+    reason: str
+
+
+class ColumnFitPlugin(Plugin, Protocol):
+    def fit_checks(self, pod: Pod) -> tuple[ResourceCheck, ...]:
+        """What Filter checks, in its order, besides room for one more pod: the column strategy
+        evaluates these on every node at once (and in the preemption dry run)."""
+        ...
+
+
+class NodeColumnsView(Protocol):
+    """Node state as columns, as column methods read it: per node row, "alloc_cpu", "alloc_mem"
+    (allocatable), "req_cpu", "req_mem" (requested), "nz_cpu", "nz_mem" (non-zero requested)."""
+
+    def values(self, name: str, rows: npt.NDArray[np.int64] | None) -> npt.NDArray[np.int64]:
+        """The column for these rows (None: every row)."""
+        ...
+
+
+class ColumnScorePlugin(Plugin, Protocol):
+    def score_key(self, pod: Pod) -> Hashable:
+        """Everything Score reads from the pod: pods with equal keys score every node the same."""
+        ...
+
+    def score_columns(
+        self, pod: Pod, nodes: NodeColumnsView, rows: npt.NDArray[np.int64] | None
+    ) -> npt.NDArray[np.int64]:
+        """Score (already normalized) for these node rows at once, as `score` gives it node by node."""
         ...
 
 

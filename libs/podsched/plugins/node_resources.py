@@ -5,14 +5,24 @@ in one place, `InsufficientResource.reason`."""
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from podsched.api.types import Pod, Resource
+import numpy as np
+import numpy.typing as npt
+
+from podsched.api.types import RESOURCE_CPU, RESOURCE_EPHEMERAL_STORAGE, RESOURCE_MEMORY, Pod, Resource
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_UPDATE, ClusterEventWithHint
-from podsched.framework.interface import MAX_NODE_SCORE, PreFilterExtensions, PreFilterResult
+from podsched.framework.interface import (
+    MAX_NODE_SCORE,
+    NodeColumnsView,
+    PreFilterExtensions,
+    PreFilterResult,
+    ResourceCheck,
+)
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.resource import non_zero_requests, pod_requests
 from podsched.framework.status import Code, Status
@@ -117,6 +127,39 @@ class NodeResourcesFit:
             code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
         return Status(code, [item.reason for item in insufficient], self.name)
 
+    def fit_checks(self, pod: Pod) -> tuple[ResourceCheck, ...]:
+        """fitsRequest's checks besides the pod count: every requested resource, in its order."""
+        request = pod_requests(pod)
+        checks = [
+            ResourceCheck(resource, value, _insufficient_reason(resource))
+            for resource, value in (
+                (RESOURCE_CPU, request.milli_cpu),
+                (RESOURCE_MEMORY, request.memory),
+                (RESOURCE_EPHEMERAL_STORAGE, request.ephemeral_storage),
+            )
+            if value > 0
+        ]
+        checks += [
+            ResourceCheck(resource, value, _insufficient_reason(resource))
+            for resource, value in request.scalar.items()
+            if value != 0
+        ]
+        return tuple(checks)
+
+    def score_key(self, pod: Pod) -> Hashable:
+        return non_zero_requests(pod)
+
+    def score_columns(self, pod: Pod, nodes: NodeColumnsView, rows: I64 | None) -> I64:
+        """least_allocated_score for many nodes at once, with the same integer arithmetic."""
+        pod_cpu, pod_memory = non_zero_requests(pod)
+        cpu_capacity, memory_capacity = nodes.values("alloc_cpu", rows), nodes.values("alloc_mem", rows)
+        cpu = _least_allocated(nodes.values("nz_cpu", rows) + pod_cpu, cpu_capacity)
+        memory = _least_allocated(nodes.values("nz_mem", rows) + pod_memory, memory_capacity)
+        # The average over the resources the node has any of.
+        counted = (cpu_capacity != 0).astype(np.int64) + (memory_capacity != 0)
+        scores: I64 = (cpu + memory) // np.maximum(counted, 1)
+        return scores
+
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         pod_cpu, pod_memory = non_zero_requests(pod)
         return least_allocated_score(
@@ -166,6 +209,32 @@ def balance_change_score(score_with_pod: int, score_without_pod: int) -> int:
     return half + (half + score_with_pod - score_without_pod) // 2
 
 
+I64 = npt.NDArray[np.int64]
+
+
+@functools.lru_cache(maxsize=1024)
+def _insufficient_reason(resource: str) -> str:
+    return InsufficientResource(resource, 0, 0, 0, False).reason
+
+
+def _least_allocated(requested: I64, capacity: I64) -> I64:
+    """leastRequestedScore of one resource, elementwise (0 where the node has none of it)."""
+    usable = (capacity != 0) & (requested <= capacity)
+    scores: I64 = np.where(usable, (capacity - requested) * MAX_NODE_SCORE // np.where(capacity == 0, 1, capacity), 0)
+    return scores
+
+
+def _balanced_allocation(cpu_requested: I64, memory_requested: I64, cpu_capacity: I64, memory_capacity: I64) -> I64:
+    """balanced_allocation_score, elementwise, with the same float64 operations."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cpu = np.minimum(cpu_requested / cpu_capacity, 1.0)
+        memory = np.minimum(memory_requested / memory_capacity, 1.0)
+    both = (cpu_capacity != 0) & (memory_capacity != 0)
+    std = np.where(both, np.abs(cpu - memory) / 2, 0.0)
+    score: I64 = np.trunc((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+    return score
+
+
 class NodeResourcesBalancedAllocation:
     """Favors nodes whose cpu and memory use the pod brings closer to equal proportions (scored as the
     change in balance, as upstream v1.37 does). Uses actual requests (not
@@ -178,6 +247,21 @@ class NodeResourcesBalancedAllocation:
         if request.milli_cpu == 0 and request.memory == 0:
             return Status(Code.SKIP)
         return None
+
+    def score_key(self, pod: Pod) -> Hashable:
+        request = pod_requests(pod)
+        return request.milli_cpu, request.memory
+
+    def score_columns(self, pod: Pod, nodes: NodeColumnsView, rows: I64 | None) -> I64:
+        """balance_change_score for many nodes at once, with the same float64 arithmetic."""
+        request = pod_requests(pod)
+        cpu, memory = nodes.values("req_cpu", rows), nodes.values("req_mem", rows)
+        cpu_capacity, memory_capacity = nodes.values("alloc_cpu", rows), nodes.values("alloc_mem", rows)
+        with_pod = _balanced_allocation(cpu + request.milli_cpu, memory + request.memory, cpu_capacity, memory_capacity)
+        without_pod = _balanced_allocation(cpu, memory, cpu_capacity, memory_capacity)
+        half = MAX_NODE_SCORE // 2
+        scores: I64 = half + (half + with_pod - without_pod) // 2
+        return scores
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> int:
         request = pod_requests(pod)
