@@ -8,8 +8,9 @@ run, and the rest of one that meets a pod slot outside the exact range, goes to 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,6 +35,7 @@ from podsched.preemption.victims import NO_VICTIMS_MESSAGE, NodeVictims
 if TYPE_CHECKING:
     from podsched.fastpath.strategy import ColumnStrategy
 
+_NAME = attrgetter("name")
 # Nodes per chunk at least (numpy's per-call cost is not worth fewer); each further chunk doubles.
 MIN_CHUNK = 64
 
@@ -61,7 +63,7 @@ class VectorizedDryRun:
         size = max(accumulator.n, MIN_CHUNK)
         while position < len(nodes):
             chunk_nodes = nodes[position : position + size]
-            rows = np.fromiter((index[info.name] for info in chunk_nodes), np.int64, len(chunk_nodes))
+            rows = np.fromiter(map(index.__getitem__, map(_NAME, chunk_nodes)), np.int64, len(chunk_nodes))
             if not columns.ensure_slots(rows):  # a pod outside the exact range: the rest node by node
                 self.fallback(replace(run, nodes=nodes[position:]))
                 return
@@ -92,15 +94,26 @@ def _feed(
 ) -> bool:
     """Feed the chunk's nodes to the accumulator in order, as SelectVictimsOnNode's outcomes; True
     when it says stop. Candidates (and nodes that need no victim: the accumulator reports those)
-    go one by one; the rejected nodes between them, which never end the search, in runs."""
+    go one by one; the rejected nodes between them, which never end the search, in runs, their
+    statuses made only if the accumulator asks (no candidate found)."""
     kind = chunk.kind
-    rejected: Obj = np.empty(kind.size, object)
-    filtered = np.flatnonzero(kind == FILTERED)
-    if filtered.size:
-        index, statuses = fit_statuses([f[filtered] for f in chunk.fit_fails], chunk.unresolvable[filtered], checks)
-        rejected[filtered] = _object_array(statuses)[index]
-    rejected[kind == NO_VICTIMS] = Status.unresolvable("", NO_VICTIMS_MESSAGE)
-    statuses_of: list[Status] = rejected.tolist()
+    made: list[list[Status]] = []
+
+    def rejection_statuses() -> list[Status]:
+        if not made:
+            rejected: Obj = np.empty(kind.size, object)
+            filtered = np.flatnonzero(kind == FILTERED)
+            if filtered.size:
+                fails = [f[filtered] for f in chunk.fit_fails]
+                index, statuses = fit_statuses(fails, chunk.unresolvable[filtered], checks)
+                rejected[filtered] = _object_array(statuses)[index]
+            rejected[kind == NO_VICTIMS] = Status.unresolvable("", NO_VICTIMS_MESSAGE)
+            made.append(rejected.tolist())
+        return made[0]
+
+    def run_of(start: int, end: int) -> Callable[[], list[Status]]:
+        return lambda: rejection_statuses()[start:end]
+
     decided = np.flatnonzero((kind == CANDIDATE) | (kind == NO_VICTIM_ERROR)).tolist()
     counts = chunk.victim_count.tolist()
     violations = chunk.violations.tolist()
@@ -112,7 +125,7 @@ def _feed(
     previous = 0
     for i in decided:
         if i > previous:
-            accumulator.add_rejections(names[previous:i], statuses_of[previous:i])
+            accumulator.add_rejections(names[previous:i], run_of(previous, i))
         previous = i + 1
         count = counts[i]
         if count:
@@ -124,7 +137,7 @@ def _feed(
         if accumulator.add(outcome):
             return True
     if previous < len(names):
-        accumulator.add_rejections(names[previous:], statuses_of[previous:])
+        accumulator.add_rejections(names[previous:], run_of(previous, len(names)))
     return False
 
 

@@ -61,15 +61,25 @@ class DryRunAccumulator:
         self.n = n
         self.non_violating: list[Candidate] = []
         self.violating: list[Candidate] = []
-        self.statuses = NodeToStatus()
+        self._statuses = NodeToStatus()
+        # Rejected nodes recorded in runs, their statuses made only when asked for.
+        self._pending: list[tuple[Sequence[str], Callable[[], Sequence[Status]]]] = []
         self.errors: list[str] = []
+
+    @property
+    def statuses(self) -> NodeToStatus:
+        """Every recorded node that is no candidate, with its status, in dry-run order."""
+        for node_names, statuses in self._pending:
+            self._statuses.set_many(node_names, statuses())
+        self._pending.clear()
+        return self._statuses
 
     def add(self, outcome: NodeVictims) -> bool:
         """Record one node; return True when the search can stop."""
         if outcome.status is None:
             if not outcome.victims:
                 message = f'expected at least one victim pod on node "{outcome.node_name}"'
-                self.statuses.set(outcome.node_name, Status(Code.ERROR, [message]))
+                self.statuses.set(outcome.node_name, Status(Code.ERROR, [message]))  # after the pending runs
                 self.errors.append(message)
                 return False
             candidate = Candidate(outcome.node_name, outcome.victims, outcome.num_pdb_violations, outcome.summary)
@@ -82,11 +92,12 @@ class DryRunAccumulator:
             self.errors.append(outcome.status.message)
         return False
 
-    def add_rejections(self, node_names: Sequence[str], statuses: Sequence[Status]) -> None:
+    def add_rejections(self, node_names: Sequence[str], statuses: Callable[[], Sequence[Status]]) -> None:
         """Record, in order, nodes that are no candidate and no error (the pod does not fit even
         with every lower-priority pod gone, or there is none): what `add` does for each of them
-        (such a node never ends the search), for many nodes at once."""
-        self.statuses.set_many(node_names, statuses)
+        (such a node never ends the search), for many nodes at once. `statuses` makes their
+        statuses; it is called only if they are asked for (to explain a search without candidates)."""
+        self._pending.append((node_names, statuses))
 
     @property
     def candidates(self) -> list[Candidate]:
