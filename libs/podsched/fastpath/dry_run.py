@@ -35,6 +35,10 @@ from podsched.preemption.victims import NO_VICTIMS_MESSAGE, NodeVictims
 if TYPE_CHECKING:
     from podsched.fastpath.strategy import ColumnStrategy
 
+# CycleState key: what a cycle on columns computed, (pod, (profile, shape, nominated load)); its
+# PostFilter state carries it, so the dry run of the same cycle need not compute it again.
+COLUMN_INPUTS_KEY = "fastpath/column-inputs"
+
 _NAME = attrgetter("name")
 # Nodes per chunk at least (numpy's per-call cost is not worth fewer); each further chunk doubles.
 MIN_CHUNK = 64
@@ -49,7 +53,8 @@ class VectorizedDryRun:
         self.vectorized_runs = 0  # dry runs decided here (tests and benchmarks look)
 
     def __call__(self, run: DryRun) -> None:
-        inputs = self.strategy.inputs(run.pod, run.snapshot)
+        known = run.state.get(COLUMN_INPUTS_KEY)  # the cycle was evaluated on these columns
+        inputs = known[1] if known is not None and known[0] is run.pod else self.strategy.inputs(run.pod, run.snapshot)
         if inputs is None:
             self.fallback(run)
             return

@@ -40,6 +40,7 @@ from podsched.api.types import (
     Pod,
 )
 from podsched.fastpath.columns import I64, SAFE_LIMIT, Bool, NodeColumns, Obj, RowCache, all_safe, request_is_safe
+from podsched.fastpath.dry_run import COLUMN_INPUTS_KEY
 from podsched.fastpath.fit_status import fit_statuses
 from podsched.fastpath.nominated import NominatedColumns, OutOfRange
 from podsched.framework.cycle_state import CycleState
@@ -678,6 +679,8 @@ class ColumnCycle:
         framework = self.strategy.framework
         assert framework is not None
         framework.run_pre_filter_plugins(state, self.pod, self.snapshot.node_info_list)
+        # What this cycle computed for the columns, for the dry run on columns of the same cycle.
+        state.write(COLUMN_INPUTS_KEY, (self.pod, (self.profile, self.shape, self.load)))
         return state
 
     def diagnosis(self) -> tuple[NodeToStatus, set[str]]:
