@@ -56,7 +56,8 @@ def fewest_pdb_violations(candidate: Candidate) -> float:
 
 
 def lowest_highest_victim_priority(candidate: Candidate) -> float:
-    return -candidate.victims[0].priority
+    summary = candidate.summary
+    return -(summary.top_priority if summary is not None else candidate.victims[0].priority)
 
 
 def lowest_priority_sum(candidate: Candidate) -> float:
@@ -74,7 +75,8 @@ def latest_start_time_score(now: float) -> ScoreFunc:
     """Prefer disturbing the most recently started of the highest-priority victims."""
 
     def score(candidate: Candidate) -> float:
-        earliest = candidate.victim_summary(now).earliest_top_start
+        summary = candidate.summary or candidate.victim_summary(now)
+        earliest = summary.earliest_top_start
         return MIN_INT64 if earliest is None else earliest
 
     return score
