@@ -4,7 +4,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install run up down status simulate bench-core bench bench-ab certs clean test-upstream
+comma := ,
+.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install run up down status simulate bench-core bench bench-ab bench-upstream certs clean test-upstream
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -22,6 +23,7 @@ help:
 	@echo "make oracle-install - build the upstream kube-scheduler oracle from the Go module proxy into ~/.cache/podsched (~7 min, once)"
 	@echo "make bench-core - scheduling-core micro benchmarks (plain vs fast path), JSON lines"
 	@echo "make bench      - upstream scheduler_perf workloads end to end through the services and Kafka (WORKLOAD=name for one)"
+	@echo "make bench-upstream - podsched against upstream's scheduler_perf v1.37.2, same run, alternating (WORKLOADS=... ROUNDS=n)"
 	@echo "make bench-ab   - two commits compared with interleaved bench runs (BASE=rev, HEAD=rev or the working tree)"
 	@echo "make protos     - generate Python code from protos/ into $(PROTO_OUT) (never committed)"
 	@echo "make certs      - development TLS certificates, tokens, policy and kubeconfig into $(CERTS_DIR) (docker compose uses them)"
@@ -94,6 +96,12 @@ bench: protos kafka-install
 bench-ab: protos kafka-install
 	$(PY) -m benchmarks.ab --base $(BASE) $(if $(HEAD),--head $(HEAD)) $(if $(WORKLOAD),--workload $(WORKLOAD)) \
 		$(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(BENCH_ARGS),-- $(BENCH_ARGS))
+
+# podsched against upstream's own scheduler_perf (built from the Go module proxy into ~/.cache/podsched/schedperf,
+# ~7 min once), alternating rounds; WORKLOADS=SchedulingBasic,Unschedulable (parts of names) ROUNDS=2
+bench-upstream: protos kafka-install
+	$(PY) -m benchmarks.bench_upstream $(foreach w,$(subst $(comma), ,$(WORKLOADS)),--workload $(w)) \
+		$(if $(ROUNDS),--rounds $(ROUNDS)) --out-dir docs/bench
 
 # Development credentials for docker-compose.yml (TLS, mutual TLS, tokens, roles); .cache/ is ignored by git.
 CERTS_DIR := .cache/certs

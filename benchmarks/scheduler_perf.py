@@ -147,7 +147,7 @@ WORKLOADS = {
         Workload("PreemptionBasic/1000Nodes", 1000, 4000, "low-priority", 1000, "high-priority"),
         Workload("PreemptionAsync/5000Nodes", 5000, 20000, "low-priority", 5000, "default", "high-priority"),
         Workload(
-            "Unschedulable/5kNodes/20kInit/10kPods", 5000, 20000, "default", 10000, "default", "high-priority-large-cpu"
+            "Unschedulable/5kNodes/100Init/10kPods", 5000, 100, "default", 10000, "default", "high-priority-large-cpu"
         ),
     ]
 }
@@ -156,7 +156,7 @@ SHORT_NAMES = {
     "PreemptionBasic500": "PreemptionBasic/500Nodes",
     "PreemptionBasic1000": "PreemptionBasic/1000Nodes",
     "PreemptionAsync": "PreemptionAsync/5000Nodes",
-    "Unschedulable": "Unschedulable/5kNodes/20kInit/10kPods",
+    "Unschedulable": "Unschedulable/5kNodes/100Init/10kPods",
 }
 
 

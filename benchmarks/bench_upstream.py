@@ -1,0 +1,243 @@
+"""podsched against upstream's own scheduler_perf, same machine, same run, alternating.
+
+    python -m benchmarks.bench_upstream [--workload NAME ...] [--rounds N] [--out-dir DIR]
+
+Builds (once, cached under ``<cache>/schedperf/<hash of benchmarks/upstream_perf>``) upstream's scheduler_perf
+test binaries ``misc`` and ``default_preemption`` and etcd from the wrapper module in
+``benchmarks/upstream_perf``; then for each round and workload runs upstream's variants and podsched in turn
+(upstream, podsched, upstream, podsched, ...) so that the machine's drift cancels out. podsched's parameters
+come from upstream's ``performance-config.yaml`` (:mod:`benchmarks.upstream_config`).
+
+Output: one JSON line per workload: workload, upstream_avg (median over rounds of the fastest variant's
+SchedulingThroughput Average), upstream_variant, podsched_avg, ratio, rounds, and per side latency_p50_ms,
+cpu_ms_per_pod, rss_mb; then ``bars.png`` in --out-dir.
+
+Upstream's figures: cpu_ms_per_pod is the CPU of the test process and etcd over the whole run (setup
+included) per measured pod, rss_mb the peak of the larger of the two; latency_p50_ms is the P50 of
+``scheduler_pod_scheduling_sli_duration_seconds`` when present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.scheduler_perf import run_workload
+from benchmarks.upstream_config import COMPARED, load_config, perf_dir, variants, workload_from_config
+from podsched_devstack.cache import cache_root
+from podsched_devstack.gobuild import build_once, find_go, go_env, inputs_hash
+from podsched_devstack.kafka import KafkaBroker, ensure_kafka_installed
+from podsched_devstack.process import DevstackError, repo_root
+
+TOPICS = ("misc", "default_preemption")
+
+
+def _progress(message: str) -> None:
+    print(f"[bench-upstream] {message}", file=sys.stderr, flush=True)
+
+
+def module_source() -> Path:
+    return repo_root() / "benchmarks" / "upstream_perf"
+
+
+def _sources(source: Path) -> list[Path]:
+    return [source / "go.mod", source / "go.sum", source / "tools.go", source / "etcd" / "main.go"]
+
+
+def ensure_built() -> Path:
+    """The folder with ``etcd``, ``misc.test`` and ``default_preemption.test``, built if needed
+    (first time ~7 min and ~3 GB of memory; it shares Go's build cache with the oracle)."""
+    source = module_source()
+    folder = cache_root() / "schedperf" / inputs_hash(_sources(source))
+    build_once(folder / "default_preemption.test", lambda: _build(source, folder))
+    return folder
+
+
+def _build(source: Path, folder: Path) -> None:
+    go = find_go("upstream's scheduler_perf", "install Go 1.26 or newer (https://go.dev/dl/)")
+    work = folder / "src"
+    shutil.rmtree(work, ignore_errors=True)
+    (work / "etcd").mkdir(parents=True)
+    for path in _sources(source):
+        shutil.copy2(path, work / path.relative_to(source))
+    env = go_env(["-mod=mod"])
+    steps = [("etcd", ["build", "-trimpath", "-o", str(folder / "etcd"), "./etcd"])]
+    for topic in TOPICS:
+        package = f"k8s.io/kubernetes/test/integration/scheduler_perf/{topic}"
+        steps.append((topic, ["test", "-c", "-trimpath", "-o", str(folder / f"{topic}.test"), package]))
+    for what, args in steps:
+        _progress(f"building {what} (log: {folder / 'build.log'})")
+        with (folder / "build.log").open("a") as log:
+            code = subprocess.run([go, *args], cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+        if code != 0:
+            raise DevstackError(f"building {what} failed (exit {code}); see {folder / 'build.log'}")
+
+
+def data_item(items: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:
+    """The data of the item labelled ``Metric: <metric>`` in a scheduler_perf data-items list."""
+    for item in items:
+        if item.get("labels", {}).get("Metric") == metric:
+            return item.get("data")
+    return None
+
+
+def read_data_items(folder: Path) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            items += json.loads(path.read_text()).get("dataItems", [])
+        except (ValueError, AttributeError):
+            continue
+    return items
+
+
+def _pattern(name: str) -> str:
+    # anchor each '/'-separated part: Go matches part by part, and "5000Nodes" alone also matches variants
+    return "/".join(f"^{part}$" for part in ["BenchmarkPerfScheduling", *name.split("/")])
+
+
+def run_upstream(binaries: Path, topic: str, name: str, measured_pods: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="schedperf-") as out:
+        env = dict(os.environ, KUBE_CACHE_MUTATION_DETECTOR="false", ARTIFACTS=out)
+        env["PATH"] = f"{binaries}{os.pathsep}{env.get('PATH', '')}"
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cmd = [
+            str(binaries / f"{topic}.test"),
+            "-test.run=^$",
+            f"-test.bench={_pattern(name)}",
+            "-test.benchtime=1x",
+            "-test.timeout=60m",
+            "-perf-scheduling-label-filter=",
+            f"-data-items-dir={out}",
+        ]
+        # upstream's thresholds are tuned for its 6-core CI: a low result exits 1 with the data written
+        proc = subprocess.run(cmd, cwd=perf_dir(topic), env=env, capture_output=True, text=True, check=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        items = read_data_items(Path(out))
+    throughput = data_item(items, "SchedulingThroughput")
+    if throughput is None:
+        raise DevstackError(
+            f"upstream {name}: no SchedulingThroughput (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+        )
+    sli = data_item(items, "scheduler_pod_scheduling_sli_duration_seconds")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {
+        "avg": round(float(throughput["Average"]), 1),
+        "latency_p50_ms": round(float(sli["Perc50"]), 1) if sli and "Perc50" in sli else None,
+        "cpu_ms_per_pod": round(cpu * 1000 / measured_pods, 3),
+        "rss_mb": round(after.ru_maxrss / 1024, 1),
+    }
+
+
+def summarize(name: str, upstream: dict[str, list[dict[str, Any]]], podsched: list[dict[str, Any]]) -> dict[str, Any]:
+    medians = {variant: statistics.median(r["avg"] for r in runs) for variant, runs in upstream.items()}
+    fastest = max(medians, key=lambda variant: medians[variant])
+    up = upstream[fastest]
+    ours = statistics.median(r["throughput_avg"] for r in podsched)
+
+    def med(runs: list[dict[str, Any]], key: str) -> float | None:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        return round(statistics.median(values), 3) if values else None
+
+    return {
+        "workload": name,
+        "upstream_avg": round(medians[fastest], 1),
+        "upstream_variant": fastest,
+        "upstream_avg_by_variant": {v: round(m, 1) for v, m in medians.items()},
+        "podsched_avg": round(ours, 1),
+        "ratio": round(ours / medians[fastest], 2) if medians[fastest] else None,
+        "rounds": len(podsched),
+        "upstream": {k: med(up, k) for k in ("latency_p50_ms", "cpu_ms_per_pod", "rss_mb")},
+        "podsched": {
+            "latency_p50_ms": med(podsched, "latency_p50_ms"),
+            "cpu_ms_per_pod": med([{"c": sum(r["cpu_ms_per_pod"].values())} for r in podsched], "c"),
+            "rss_mb": med(podsched, "rss_mb"),
+        },
+    }
+
+
+def plot(lines: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(9, 4))
+    xs = range(len(lines))
+    axis.bar([x - 0.2 for x in xs], [line["upstream_avg"] for line in lines], 0.4, label="kube-scheduler v1.37.2")
+    axis.bar([x + 0.2 for x in xs], [line["podsched_avg"] for line in lines], 0.4, label="podsched")
+    axis.set_xticks(list(xs), [line["workload"].replace("/", "\n", 1) for line in lines], fontsize=7)
+    axis.set_ylabel("pods/s (SchedulingThroughput average)")
+    axis.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+async def main_async(args: argparse.Namespace) -> int:
+    chosen = [(t, n) for t, n in COMPARED if not args.workload or any(w in n for w in args.workload)]
+    binaries = ensure_built()
+    ensure_kafka_installed()
+    plan = []
+    for topic, name in chosen:
+        config = load_config(topic)
+        plan.append((topic, name, variants(config, name), workload_from_config(config, name)))
+    steps = args.rounds * sum(len(v) + 1 for _, _, v, _ in plan)
+    done = 0
+    upstream: dict[str, dict[str, list[dict[str, Any]]]] = {n: {} for _, n, _, _ in plan}
+    ours: dict[str, list[dict[str, Any]]] = {n: [] for _, n, _, _ in plan}
+    with tempfile.TemporaryDirectory(prefix="podsched-bench-") as tmp:
+        broker = KafkaBroker(Path(tmp) / "kafka")
+        broker.start(timeout=120)
+        try:
+            for _ in range(args.rounds):
+                for topic, name, names, workload in plan:
+                    for variant in names:
+                        _bar(done, steps, f"upstream {variant}")
+                        upstream[name].setdefault(variant, []).append(
+                            run_upstream(binaries, topic, variant, workload.measured_pods)
+                        )
+                        done += 1
+                    _bar(done, steps, f"podsched {name}")
+                    ours[name].append(await run_workload(workload, broker, Path(tmp) / "runs", 0, args.timeout))
+                    done += 1
+        finally:
+            broker.stop()
+    _bar(done, steps, "done")
+    print(file=sys.stderr)
+    lines = [summarize(name, upstream[name], ours[name]) for _, name, _, _ in plan]
+    for line in lines:
+        print(json.dumps(line), flush=True)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    plot(lines, args.out_dir / "bars.png")
+    print(f"plot: {args.out_dir / 'bars.png'}", file=sys.stderr)
+    return 0
+
+
+def _bar(done: int, total: int, note: str) -> None:
+    filled = int(30 * done / max(total, 1))
+    print(
+        f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} {note[:60]:<60}", end="", file=sys.stderr, flush=True
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workload", action="append", default=[], help="a part of a workload's name")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=900.0)
+    parser.add_argument("--out-dir", type=Path, default=Path(".cache/bench-upstream"))
+    sys.exit(asyncio.run(main_async(parser.parse_args())))
+
+
+if __name__ == "__main__":
+    main()
