@@ -95,7 +95,7 @@ def read_data_items(folder: Path) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for path in sorted(folder.glob("*.json")):
         try:
-            items += json.loads(path.read_text()).get("dataItems", [])
+            items += json.loads(path.read_text()).get("dataItems") or []
         except (ValueError, AttributeError):
             continue
     return items
@@ -110,6 +110,10 @@ def run_upstream(binaries: Path, topic: str, name: str, measured_pods: int) -> d
     with tempfile.TemporaryDirectory(prefix="schedperf-") as out:
         env = dict(os.environ, KUBE_CACHE_MUTATION_DETECTOR="false", ARTIFACTS=out)
         env["PATH"] = f"{binaries}{os.pathsep}{env.get('PATH', '')}"
+        # The binaries are built with -trimpath (as the oracle, sharing Go's build cache), so the apiserver's
+        # test server finds its own package folder the way it does under bazel: TEST_SRCDIR/TEST_WORKSPACE
+        # joined with the trimmed path "k8s.io/kubernetes@v1.37.2/...", i.e. the module cache.
+        env.update(TEST_SRCDIR=str(perf_dir(topic).parents[5]), TEST_WORKSPACE=".")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         cmd = [
             str(binaries / f"{topic}.test"),
@@ -127,7 +131,7 @@ def run_upstream(binaries: Path, topic: str, name: str, measured_pods: int) -> d
     throughput = data_item(items, "SchedulingThroughput")
     if throughput is None:
         raise DevstackError(
-            f"upstream {name}: no SchedulingThroughput (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
+            f"upstream {name}: no SchedulingThroughput (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}"
         )
     sli = data_item(items, "scheduler_pod_scheduling_sli_duration_seconds")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
