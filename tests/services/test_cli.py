@@ -122,10 +122,15 @@ def test_describe_explains_a_cleared_nomination_and_each_failed_attempt(
     stack: ServiceStack, api: Api, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`describe pod` answers "why is it pending?": upstream's FailedScheduling message, the node it
-    was nominated to, and why that nomination was cleared."""
+    was nominated to, and why that nomination was cleared.
+
+    mid preempts one of two low pods; high then needs both, so one of its victims is not yet
+    terminating and its preemption clears mid's nomination (upstream clears lower nominations
+    only when the preemptor evicts someone)."""
     api.apply_text(COMMON.read_text())
-    api.apply_text(yaml.safe_dump_all([node("n1", cpu="2"), pod("low", "low-priority", "2", node_name="n1", grace=3)]))
-    api.apply_text(yaml.safe_dump(pod("mid", "mid-priority", "2")))
+    lows = [pod(name, "low-priority", "1", node_name="n1", grace=3) for name in ("low-a", "low-b")]
+    api.apply_text(yaml.safe_dump_all([node("n1", cpu="2"), *lows]))
+    api.apply_text(yaml.safe_dump(pod("mid", "mid-priority", "1")))
     api.wait(lambda: api.pods()["mid"]["status"].get("nominatedNodeName") == "n1", what="mid nominated to n1")
     code, out, _ = run(stack, capsys, "describe", "pod", "mid")
     assert code == 0
