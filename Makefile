@@ -86,7 +86,7 @@ test-upstream: oracle-install
 	$(PY) -m tests.oracle.differential --count $(N) $(if $(SEED),--seed $(SEED))
 
 bench-core: $(STAMP)
-	$(PY) -m benchmarks.core
+	$(PY) -m benchmarks.core $(BENCH_ARGS)
 
 # WORKLOAD=SchedulingBasic|PreemptionBasic500|PreemptionBasic1000|PreemptionAsync|Unschedulable; BENCH_ARGS e.g. --scale 0.1
 bench: protos kafka-install

@@ -127,20 +127,35 @@ def _feed(
     earliest = chunk.earliest_top_start.tolist()
     widest = max((counts[i] for i in decided), default=0)
     victims = chunk.victims[:, :widest].tolist() if decided else []  # one conversion, then cut per node
+    summary_columns = (top_priority, priority_sum, earliest)  # VictimSummary's fields
+    run: list[int] = []  # consecutive candidates (no rejected node between them), fed at once
+
+    def feed_run() -> bool:
+        if not run:
+            return False
+        stop = accumulator.add_candidates(
+            [names[i] for i in run],
+            [victims[i] if counts[i] == widest else victims[i][: counts[i]] for i in run],
+            [violations[i] for i in run],
+            list(map(VictimSummary._make, zip(*([column[i] for i in run] for column in summary_columns), strict=True))),
+        )
+        run.clear()
+        return stop
+
     previous = 0
     for i in decided:
         if i > previous:
+            if feed_run():
+                return True
             accumulator.add_rejections(names[previous:i], run_of(previous, i))
         previous = i + 1
-        count = counts[i]
-        if count:
-            row = victims[i] if count == widest else victims[i][:count]
-            summary = VictimSummary(top_priority[i], priority_sum[i], earliest[i])
-            outcome = NodeVictims(names[i], row, violations[i], None, summary)
-        else:  # fits with every pod reprieved: the accumulator's "expected at least one victim"
-            outcome = NodeVictims(names[i], [], 0, None)
-        if accumulator.add(outcome):
+        if counts[i]:
+            run.append(i)
+        # Fits with every pod reprieved: the accumulator's "expected at least one victim".
+        elif feed_run() or accumulator.add(NodeVictims(names[i], [], 0, None)):
             return True
+    if feed_run():
+        return True
     if previous < len(names):
         accumulator.add_rejections(names[previous:], run_of(previous, len(names)))
     return False

@@ -40,6 +40,7 @@ from podsched.api.types import (
     Pod,
 )
 from podsched.fastpath.columns import I64, SAFE_LIMIT, Bool, NodeColumns, Obj, RowCache, all_safe, request_is_safe
+from podsched.fastpath.diagnosis import ColumnDiagnosis
 from podsched.fastpath.dry_run import COLUMN_INPUTS_KEY
 from podsched.fastpath.fit_status import fit_statuses
 from podsched.fastpath.nominated import NominatedColumns, OutOfRange
@@ -260,13 +261,6 @@ class _InternedStatuses:
             self.by_key[key] = position
             self.statuses.append(status)
         return position
-
-
-def _object_array(items: Sequence[object]) -> Obj:
-    array = np.empty(len(items), object)
-    for i, item in enumerate(items):
-        array[i] = item
-    return array
 
 
 class ColumnStrategy:
@@ -684,23 +678,25 @@ class ColumnCycle:
         return state
 
     def diagnosis(self) -> tuple[NodeToStatus, set[str]]:
-        """Every node failed: per-node statuses in the order NodeByNode visits them."""
+        """Every node failed: per-node statuses, as a ColumnDiagnosis over the distinct ones."""
         columns = self.columns
-        shape, profile, load, start = self.shape, self.profile, self.load, self._start
+        shape, profile, load = self.shape, self.profile, self.load
         static = self._static
         assert static is not None
-        n = columns.n
-        status_of: Obj = np.empty(n, object)
+        status_index = np.full(columns.n, -1, np.int64)
+        distinct: list[Status] = []
         static_index = static.arrays["status"]
         static_fail = static_index != 0
-        used: list[Status] = []
         if static_fail.any():
             interned: _InternedStatuses = static.extra
-            # This cycle's own copies: the cached ones outlive it.
-            copies = [None] + [Status(s.code, list(s.reasons), s.plugin) for s in interned.statuses if s is not None]
             rows = np.flatnonzero(static_fail)
-            status_of[rows] = _object_array(copies)[static_index[rows]]
-            used += [s for i in np.unique(static_index[rows]).tolist() if (s := copies[i]) is not None]
+            used, position = np.unique(static_index[rows], return_inverse=True)
+            status_index[rows] = position.reshape(-1)
+            # This cycle's own copies: the cached ones outlive it.
+            for i in used.tolist():
+                cached = interned.statuses[i]
+                assert cached is not None
+                distinct.append(Status(cached.code, list(cached.reasons), cached.plugin))
         fit_fails = self.strategy._fit_fails(shape, profile, load)
         resource_rows = np.flatnonzero(np.logical_or.reduce(fit_fails) & ~static_fail)
         if resource_rows.size:
@@ -709,15 +705,13 @@ class ColumnCycle:
             for check, fail in zip(shape.checks, fails[1:], strict=True):
                 unresolvable |= fail & (check.value > columns.allocatable(check.resource)[resource_rows])
             index, resource_statuses = fit_statuses(fails, unresolvable, shape.checks)
-            status_of[resource_rows] = _object_array(resource_statuses)[index]
-            used += resource_statuses
-        # Inserted in the order NodeByNode visits the nodes: round-robin from `start`.
-        node_names = columns.names.tolist()
-        node_statuses = status_of.tolist()
-        diagnosis = NodeToStatus()
-        diagnosis.statuses = dict(zip(node_names[start:], node_statuses[start:], strict=True))
-        diagnosis.statuses.update(zip(node_names[:start], node_statuses[:start], strict=True))
-        return diagnosis, {status.plugin for status in used if status.plugin}
+            status_index[resource_rows] = index + len(distinct)
+            distinct += resource_statuses
+        assert (status_index >= 0).all(), "a node failed neither a static filter nor a resource check"
+        diagnosis = ColumnDiagnosis(
+            columns.names, columns.index, status_index, distinct, self._start, self.snapshot.node_info_list
+        )
+        return diagnosis, {status.plugin for status in distinct if status.plugin}
 
 
 def _run_filters(plugins: Sequence[Any], state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:

@@ -42,13 +42,24 @@ _NAME = attrgetter("name")
 
 
 class NodeToStatus:
-    """Per-node statuses of one cycle, plus the status of every node absent from the map."""
+    """Per-node statuses of one cycle, plus the status of every node absent from the map (upstream's
+    NodeToStatus behind its NodeToStatusReader interface: the column strategy supplies a reader that
+    keeps its statuses as columns, podsched.fastpath.diagnosis)."""
 
-    __slots__ = ("absent", "statuses")
+    __slots__ = ("_statuses", "absent")
 
     def __init__(self, absent: Status | None = None) -> None:
-        self.statuses: dict[str, Status] = {}
+        self._statuses: dict[str, Status] = {}
         self.absent = absent or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+    @property
+    def statuses(self) -> dict[str, Status]:
+        """node name -> status, in the order the nodes were recorded."""
+        return self._statuses
+
+    @statuses.setter
+    def statuses(self, statuses: dict[str, Status]) -> None:
+        self._statuses = statuses
 
     def set(self, node: str, status: Status) -> None:
         self.statuses[node] = status
@@ -68,6 +79,21 @@ class NodeToStatus:
         # Thousands of nodes per preemption: the loops run in C.
         named = set(compress(statuses.keys(), map(code.__eq__, map(_CODE, statuses.values()))))
         return list(compress(all_nodes, map(named.__contains__, map(_NAME, all_nodes))))
+
+    def reason_counts(self, num_all_nodes: int) -> dict[str, int]:
+        """How many nodes give each reason: every recorded node each of its status' reasons once,
+        the other nodes of `num_all_nodes` the absent status' reasons (the FitError histogram)."""
+        counts: dict[str, int] = {}
+        for status in self.statuses.values():
+            for reason in status.reasons:
+                counts[reason] = counts.get(reason, 0) + 1
+        self._count_absent(counts, num_all_nodes - len(self.statuses))
+        return counts
+
+    def _count_absent(self, counts: dict[str, int], absent: int) -> None:
+        if absent > 0:
+            for reason in self.absent.reasons:
+                counts[reason] = counts.get(reason, 0) + absent
 
 
 @dataclass(slots=True)

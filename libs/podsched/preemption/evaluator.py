@@ -9,7 +9,7 @@ worker processes with the same answer."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from podsched.api.types import Pod, PodDisruptionBudget
@@ -20,7 +20,7 @@ from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
 from podsched.preemption.eligibility import pod_eligible_to_preempt_others
 from podsched.preemption.executor import nominations_to_clear
-from podsched.preemption.tie_breaks import Candidate, default_score_funcs, pick_one_node_for_preemption
+from podsched.preemption.tie_breaks import Candidate, VictimSummary, default_score_funcs, pick_one_node_for_preemption
 from podsched.preemption.victims import NodeVictims, select_victims_on_node
 from podsched.scheduler.fit_error import FitError
 
@@ -82,14 +82,32 @@ class DryRunAccumulator:
                 self.statuses.set(outcome.node_name, Status(Code.ERROR, [message]))  # after the pending runs
                 self.errors.append(message)
                 return False
-            candidate = Candidate(outcome.node_name, outcome.victims, outcome.num_pdb_violations, outcome.summary)
-            target = self.non_violating if outcome.num_pdb_violations == 0 else self.violating
-            if len(target) < self.n:
-                target.append(candidate)
-            return bool(self.non_violating) and len(self.non_violating) + len(self.violating) >= self.n
+            return self.add_candidates(
+                (outcome.node_name,), (outcome.victims,), (outcome.num_pdb_violations,), (outcome.summary,)
+            )
         self.statuses.set(outcome.node_name, outcome.status)
         if outcome.status.code == Code.ERROR:
             self.errors.append(outcome.status.message)
+        return False
+
+    def add_candidates(
+        self,
+        node_names: Iterable[str],
+        victims: Iterable[list[Pod]],
+        pdb_violations: Iterable[int],
+        summaries: Iterable[VictimSummary | None],
+    ) -> bool:
+        """Record, in order, nodes where preemption helps (victims found, no error status): what
+        `add` does for each of them, for many nodes at once; True when the search can stop (the
+        nodes after that one are not recorded)."""
+        n = self.n
+        non_violating, violating = self.non_violating, self.violating
+        for node_name, pods, violations, summary in zip(node_names, victims, pdb_violations, summaries, strict=True):
+            target = violating if violations else non_violating
+            if len(target) < n:
+                target.append(Candidate(node_name, pods, violations, summary))
+            if non_violating and len(non_violating) + len(violating) >= n:
+                return True
         return False
 
     def add_rejections(self, node_names: Sequence[str], statuses: Callable[[], Sequence[Status]]) -> None:

@@ -19,15 +19,7 @@ class FitError:
     def reason_histogram(self) -> dict[str, int]:
         """Each node contributes each of its status reasons once; nodes absent from the map
         contribute the absent status' reasons."""
-        reasons: dict[str, int] = {}
-        for status in self.node_to_status.statuses.values():
-            for reason in status.reasons:
-                reasons[reason] = reasons.get(reason, 0) + 1
-        absent = self.num_all_nodes - len(self.node_to_status.statuses)
-        if absent > 0:
-            for reason in self.node_to_status.absent.reasons:
-                reasons[reason] = reasons.get(reason, 0) + absent
-        return reasons
+        return self.node_to_status.reason_counts(self.num_all_nodes)
 
     def message(self) -> str:
         message = NO_NODE_AVAILABLE_FORMAT.format(self.num_all_nodes) + ":"
