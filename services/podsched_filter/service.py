@@ -1,9 +1,9 @@
 """The filter service: Filter and Score over every node, on a replica that follows the binder's log.
 
 Pods of one request are placed in order on the same replica: a pod placed earlier in the batch is
-assumed on its node (as kube-scheduler's cache assumes a pod before its bind completes) while later
-pods are filtered, then the assumptions are rolled back; the binds themselves come back through the
-log. The batch stops at the first pod that fits nowhere."""
+assumed on its node (AssumedPods, as kube-scheduler's cache assumes a pod before its bind completes)
+while later pods are filtered, then the assumptions are forgotten; the binds themselves come back
+through the log. The batch stops at the first pod that fits nowhere."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from opentelemetry import trace
 
 from podsched.api.types import Pod
 from podsched.cluster.state import Cluster
-from podsched.cluster.store import MODIFIED
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.plugins.registry import build_algorithm
+from podsched.scheduler.assumed import AssumedPods
 from podsched.scheduler.profile import AlgorithmProfiles
 from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
@@ -47,6 +47,11 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
             self.copy.cluster.listeners.append(algorithm.columns.track_changes())
         return algorithm
 
+    def _node_changed(self, node_name: str) -> None:
+        for algorithm in self.profiles:
+            if algorithm.columns is not None:
+                algorithm.columns.mark_dirty(node_name)
+
     async def start(self) -> None:
         await self.copy.replica.start()
 
@@ -65,22 +70,17 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
         profiles = self.profiles
         start_index = profiles.next_start_node_index
         placements: list[filter_pb2.Placement] = []
-        assumed: list[Pod] = []
-        # One snapshot for the request: it holds the cluster's own NodeInfos, which an assumed bind
-        # updates in place (copying the 5000-node map for every pod was a tenth of this service's CPU).
+        # One snapshot for the request: it holds the cluster's own NodeInfos, on which the pods placed
+        # earlier in the request (and the caller's binds under way) are assumed until it ends
+        # (copying the 5000-node map for every pod was a tenth of this service's CPU).
         snapshot = cluster.snapshot()
         pdbs = cluster.pdb_list()
-
-        def assume(pod: Pod, node_name: str) -> None:  # as bound there, until the request ends
-            cluster.restore(MODIFIED, replace(pod, spec=replace(pod.spec, node_name=node_name)))
-            snapshot.pods_changed()
-            assumed.append(pod)
-
+        assumed = AssumedPods(snapshot, self.copy.nominator, self._node_changed)
         try:
             for bind in request.assumed_binds:  # the caller's earlier placements, binds under way
                 pod = cluster.pods_by_uid.get(bind.pod_uid)
                 if pod is not None and not pod.spec.node_name and bind.node_name in cluster.node_infos:
-                    assume(pod, bind.node_name)
+                    assumed.assume(pod, bind.node_name)
             for ref in request.pods:
                 try:
                     pod = pod_to_place(cluster, ref)
@@ -103,10 +103,9 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
                 if not result.node_name:
                     break
                 if len(request.pods) > 1 and not ref.pod_json:
-                    assume(pod, result.node_name)
+                    assumed.assume(pod, result.node_name)
         finally:
-            for pod in reversed(assumed):  # forget the assumptions: the binds arrive through the log
-                cluster.restore(MODIFIED, pod)
+            assumed.forget_all()  # the binds arrive through the log
             if request.dry_run:
                 profiles.next_start_node_index = start_index
         return placements

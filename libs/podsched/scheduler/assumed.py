@@ -1,0 +1,53 @@
+"""Assumed pods (upstream's cache AssumePod and ForgetPod): a pod placed by an earlier cycle counts
+on its node while later cycles run, before its bind is in the log.
+
+The assumption is an overlay on the snapshot's NodeInfos and nothing else: the cluster's objects,
+its listeners (the room tracker, PDB and quota status) and the log never hear of it. As upstream's
+assume() does, an assumed pod leaves the nominator, so its request is not counted twice on the node
+(once bound, once nominated). `forget_all` undoes every assumption in reverse order."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from podsched.api.types import Pod
+from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
+from podsched.queue.nominator import Nominator
+
+
+class AssumedPods:
+    """The pods assumed on `snapshot`'s nodes during one request. `node_changed` hears every node
+    whose pods an assumption or a forget changed (the column strategy refreshes its row)."""
+
+    def __init__(self, snapshot: Snapshot, nominator: Nominator, node_changed: Callable[[str], None]) -> None:
+        self.snapshot = snapshot
+        self.nominator = nominator
+        self.node_changed = node_changed
+        self._assumed: list[tuple[NodeInfo, Pod, str]] = []  # (node, the pod as it was, its nomination)
+
+    def __len__(self) -> int:
+        return len(self._assumed)
+
+    def assume(self, pod: Pod, node_name: str) -> None:
+        """Count `pod` as bound to `node_name` until forgotten; a node not in the snapshot is an error."""
+        node_info = self.snapshot.get(node_name)
+        if node_info is None:
+            raise KeyError(f"node {node_name!r} is not in the snapshot")
+        bound = replace(pod, spec=replace(pod.spec, node_name=node_name))
+        nomination = self.nominator.nominated_node(pod)
+        self.nominator.remove(pod)
+        node_info.add_pod(PodInfo(bound))
+        self._assumed.append((node_info, pod, nomination))
+        self.snapshot.pods_changed()
+        self.node_changed(node_name)
+
+    def forget_all(self) -> None:
+        """Undo every assumption, latest first: the nodes' pods and the nominations are as before."""
+        while self._assumed:
+            node_info, pod, nomination = self._assumed.pop()
+            node_info.remove_pod(pod)  # by UID
+            if nomination:
+                self.nominator.add(PodInfo(pod), nomination)
+            self.snapshot.pods_changed()
+            self.node_changed(node_info.name)
