@@ -87,11 +87,12 @@ class Operation:
 
 
 class Binder:
-    def __init__(self, config: BinderConfig) -> None:
+    def __init__(self, config: BinderConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
+        self.clock = clock  # timestamps of changes and events, grace-period deadlines
         self.objects_topic, self.events_topic = topics(config.topic_prefix)
         self.cluster = Cluster(
-            time.time,
+            clock,
             uid_factory=lambda: str(uuid.uuid4()),
             # ResourceQuota admission runs here, in the single writer's serialized batches.
             quota_admission=load_admission_config(config.admission_config),
@@ -119,7 +120,7 @@ class Binder:
     def _on_change(self, change: Change) -> None:
         if not self._recording:
             return
-        obj, key, value, object_json = change_record(change, WRITER, time.time())
+        obj, key, value, object_json = change_record(change, WRITER, self.clock())
         self._batch_json[id(obj)] = (obj, object_json)
         context = otel_context.get_current()
         if telemetry.tracing_enabled() and change.kind == KIND_POD:
@@ -340,7 +341,7 @@ class Binder:
         while True:
             due = self.cluster.next_termination_time()
             self._wake_timer.clear()
-            timeout = None if due is None else max(0.0, due - time.time())
+            timeout = None if due is None else max(0.0, due - self.clock())
             try:
                 await asyncio.wait_for(self._wake_timer.wait(), timeout)
                 continue  # something changed: recompute

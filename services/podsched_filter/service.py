@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -33,8 +34,9 @@ log = logging.getLogger(__name__)
 
 
 class FilterServicer(filter_pb2_grpc.FilterServicer):
-    def __init__(self, config: FilterConfig) -> None:
+    def __init__(self, config: FilterConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
+        self.clock = clock  # the cycles' `now` (injected: tests run the servicer on a fixed time)
         scheduler_config = load_scheduler_config(config.scheduler_config)
         self.copy = ClusterCopy(config.kafka_bootstrap_servers, config.topic_prefix, scheduler_config=scheduler_config)
         self.profiles = AlgorithmProfiles(scheduler_config, self._build)
@@ -97,7 +99,7 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
                     message = f'profile not found for scheduler name "{pod.spec.scheduler_name}"'
                     placements.append(filter_pb2.Placement(uid=ref.uid, error=message))
                     continue
-                result = algorithm.schedule(pod, snapshot, pdbs, self.copy.nominator, time.time())
+                result = algorithm.schedule(pod, snapshot, pdbs, self.copy.nominator, self.clock())
                 placements.append(placement(ref.uid, result, len(cluster.node_infos)))
                 _explain(pod, placements[-1], ref, single=len(request.pods) == 1)
                 if not result.node_name:

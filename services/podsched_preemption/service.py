@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -83,8 +83,9 @@ class ProfilePostFilter:
 
 
 class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
-    def __init__(self, config: PreemptionConfig) -> None:
+    def __init__(self, config: PreemptionConfig, clock: Callable[[], float] = time.time) -> None:
         self.config = config
+        self.clock = clock  # the dry runs' `now` (grace periods, victims' start times)
         self.scheduler_config = load_scheduler_config(config.scheduler_config)
         self.copy = ClusterCopy(
             config.kafka_bootstrap_servers, config.topic_prefix, scheduler_config=self.scheduler_config
@@ -187,7 +188,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         cluster = self.copy.cluster
         snapshot = cluster.snapshot()
         pdbs = cluster.pdb_list()
-        now = time.time()
+        now = self.clock()
         for ref in refs:
             pod = cluster.pods_by_uid.get(ref.uid)
             profile = self.profiles.for_pod(pod) if pod is not None else None
@@ -224,7 +225,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         diagnosis = node_to_status(list(filtered.node_statuses), filtered.absent_status)
         fit_error = FitError(filtered.num_all_nodes, diagnosis, filtered.pre_filter_message)
         snapshot = cluster.snapshot()
-        now = time.time()
+        now = self.clock()
         version = self.copy.replica.version
         span = trace.get_current_span()
         profile = self.profiles.for_pod(pod)
