@@ -215,7 +215,9 @@ def probe_metadata(host: str, port: int, timeout: float = 2.0) -> list[tuple[int
 
 
 class KafkaBroker(ManagedProcess):
-    """One single-node Kafka broker (combined KRaft broker+controller) on loopback, owning ``data_dir``.
+    """One Kafka broker (combined KRaft broker+controller) on loopback, owning ``data_dir``: a cluster
+    of its own by default, or node ``node_id`` of a cluster whose controllers are ``voters``
+    ((node id, controller port) each; podsched_devstack.kafka_cluster starts such a cluster).
 
     ``data_dir`` holds everything: ``server.properties``, the topic data (``kraft-logs/``), the logs
     (``logs/server.log``, ``logs/broker.out``), ``broker.pid`` and ``bootstrap.servers``. Starting again on
@@ -237,9 +239,13 @@ class KafkaBroker(ManagedProcess):
         controller_port: int | None = None,
         heap: str = DEFAULT_HEAP,
         jvm_opts: Sequence[str] = (),
+        *,
+        node_id: int = 1,
+        voters: Sequence[tuple[int, int]] = (),
+        cluster_id: str | None = None,
     ) -> None:
         super().__init__(data_dir)
-        recorded = self._recorded_ports()
+        recorded = recorded_ports(self._data_dir)
         if port is None and controller_port is None and recorded is not None:
             port, controller_port = recorded
         if port is None or controller_port is None:
@@ -252,6 +258,11 @@ class KafkaBroker(ManagedProcess):
         self._controller_port = controller_port
         self._heap = heap
         self._jvm_opts = tuple(jvm_opts)
+        self.node_id = node_id
+        self._voters = tuple(voters) or ((node_id, controller_port),)
+        if (node_id, controller_port) not in self._voters:
+            raise ValueError(f"node {node_id} (controller port {controller_port}) is not among the voters {voters}")
+        self._cluster_id = cluster_id
 
     # -- paths and properties --------------------------------------------------------------------------
 
@@ -381,15 +392,25 @@ class KafkaBroker(ManagedProcess):
             f"{libs}/*",
         ]
 
+    @property
+    def replication_factor(self) -> int:
+        """Every topic's, internal ones included: one replica per node of the cluster."""
+        return len(self._voters)
+
     def _render_properties(self) -> str:
         p, c = self._port, self._controller_port
+        replicas = self.replication_factor
+        # A write is acknowledged once two replicas have it (one when alone): a cluster of three
+        # loses no acknowledged write to one crash and keeps taking writes with a node down.
+        min_insync = min(2, replicas)
+        voters = ",".join(f"{node}@{HOST}:{port}" for node, port in self._voters)
         return "\n".join(
             [
                 "# Written by podsched_devstack.kafka on every start; edits are overwritten.",
-                "# Combined broker+controller, one node, static quorum (the same on Kafka 3.9 and 4.x).",
+                "# Combined broker+controller, static quorum (the same on Kafka 3.9 and 4.x).",
                 "process.roles=broker,controller",
-                "node.id=1",
-                f"controller.quorum.voters=1@{HOST}:{c}",
+                f"node.id={self.node_id}",
+                f"controller.quorum.voters={voters}",
                 f"listeners=PLAINTEXT://{HOST}:{p},CONTROLLER://{HOST}:{c}",
                 f"advertised.listeners=PLAINTEXT://{HOST}:{p}",
                 "controller.listener.names=CONTROLLER",
@@ -397,13 +418,15 @@ class KafkaBroker(ManagedProcess):
                 "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
                 f"log.dirs={self.log_dir}",
                 "num.partitions=1",
-                "# One node: every replication factor must be 1 or internal topics are never created.",
-                "default.replication.factor=1",
-                "offsets.topic.replication.factor=1",
-                "transaction.state.log.replication.factor=1",
-                "transaction.state.log.min.isr=1",
+                "# One replica per node (a replication factor above the node count and the internal",
+                "# topics are never created); topics created with replication factor -1 take this one.",
+                f"default.replication.factor={replicas}",
+                f"offsets.topic.replication.factor={replicas}",
+                f"transaction.state.log.replication.factor={replicas}",
+                f"transaction.state.log.min.isr={min_insync}",
+                f"min.insync.replicas={min_insync}",
                 "# The defaults (50 each) create 50 partitions, each with mmapped index files, on the first",
-                "# consumer group / transaction: slow on 2 cores and pointless on one node.",
+                "# consumer group / transaction: slow on 2 cores and pointless for a test-sized cluster.",
                 "offsets.topic.num.partitions=5",
                 "transaction.state.log.num.partitions=5",
                 "# Default 3000 ms: every first consumer-group join would wait 3 s.",
@@ -422,7 +445,7 @@ class KafkaBroker(ManagedProcess):
         # meta.properties is written by the format step; its presence means "formatted, reuse the data".
         if (self.log_dir / "meta.properties").is_file():
             return
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = self._cluster_id or new_cluster_id()
         cmd = [
             java, "-Xmx256m", *self._common_jvm_flags(libs),
             "kafka.tools.StorageTool", "format",
@@ -452,21 +475,28 @@ class KafkaBroker(ManagedProcess):
             f"--- {self.logs_dir / 'server.log'} (tail) ---\n{tail(self.logs_dir / 'server.log')}"
         )
 
-    def _recorded_ports(self) -> tuple[int, int] | None:
-        try:
-            text = self.server_properties.read_text()
-        except OSError:
-            return None
-        broker = re.search(r"^listeners=.*PLAINTEXT://[^:,]+:(\d+)", text, re.MULTILINE)
-        controller = re.search(r"^listeners=.*CONTROLLER://[^:,]+:(\d+)", text, re.MULTILINE)
-        if broker is None or controller is None:
-            return None
-        return int(broker.group(1)), int(controller.group(1))
+
+def recorded_ports(data_dir: Path) -> tuple[int, int] | None:
+    """(broker port, controller port) a broker on `data_dir` last started with, if any."""
+    try:
+        text = (Path(data_dir) / "server.properties").read_text()
+    except OSError:
+        return None
+    broker = re.search(r"^listeners=.*PLAINTEXT://[^:,]+:(\d+)", text, re.MULTILINE)
+    controller = re.search(r"^listeners=.*CONTROLLER://[^:,]+:(\d+)", text, re.MULTILINE)
+    if broker is None or controller is None:
+        return None
+    return int(broker.group(1)), int(controller.group(1))
 
 
 # ----------------------------------------------------------------------------------------------------
 # CLI
 # ----------------------------------------------------------------------------------------------------
+
+
+def new_cluster_id() -> str:
+    """A KRaft cluster id: 16 random bytes, urlsafe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
 def default_data_dir() -> Path:
