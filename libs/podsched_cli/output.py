@@ -666,6 +666,8 @@ def _latest(events: Sequence[Mapping[str, Any]], reasons: tuple[str, ...]) -> Ma
 
 
 _ON_NODE_RE = re.compile(r"on node (\S+)")
+# A node's reason under DefaultPreemption's `pdbPolicy: Strict` (podsched.preemption.pdb_policy).
+_STRICT_PDB_RE = re.compile(r"Preemption would violate PodDisruptionBudgets? (.+?) \(pdbPolicy: Strict\)")
 _BY_POD_RE = re.compile(r"Preempted by pod (\S+)")
 
 
@@ -708,12 +710,30 @@ def scheduling_lines(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]]
     lines = [scheduling_summary(pod, events)]
     if _section(pod, "spec").get("nodeName") or _section(pod, "status").get("nominatedNodeName"):
         return lines
+    lines += strict_pdb_lines(_latest(events, ("FailedScheduling",)))
     cleared = _latest(events, ("NominationCleared",))
     if cleared is not None and _latest(events, ("NominationCleared", "Nominated")) is cleared:
         message = str(cleared.get("message", "")).strip()
         if message and message not in lines:
             lines.append(message)
     return lines
+
+
+def strict_pdb_lines(failed: Mapping[str, Any] | None) -> list[str]:
+    """Which PodDisruptionBudgets kept preemption from helping, read from the nodes' reasons in the
+    FailedScheduling message (each names the PDBs its node's victims would violate)."""
+    if failed is None:
+        return []
+    names: list[str] = []
+    for match in _STRICT_PDB_RE.finditer(str(failed.get("message", ""))):
+        for name in match.group(1).split(", "):
+            if " and " in name:  # "default/c and 2 more": the reason names only the first few
+                name = name.split(" and ")[0]
+            if name not in names:
+                names.append(name)
+    if not names:
+        return []
+    return [f"Preemption blocked by PodDisruptionBudget: {name} (pdbPolicy: Strict)" for name in names]
 
 
 def _requests_lines(container: Mapping[str, Any]) -> list[str]:

@@ -30,7 +30,7 @@ from podsched.plugins.default_preemption import DefaultPreemption
 from podsched.plugins.registry import build_algorithm
 from podsched.preemption.evaluator import DryRunExecutor
 from podsched.preemption.sharding import run_shard, sharded_dry_run
-from podsched.preemption.victims import NodeVictims
+from podsched.preemption.victims import NodeVictims, VictimPolicy
 from podsched.scheduler.fit_error import FitError
 from podsched.scheduler.profile import Profiles
 from podsched.scheduler.schedule_one import SchedulingAlgorithm
@@ -273,10 +273,13 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         state = CycleState()
         framework = profile.algorithm.framework
 
-        def run_shards(shards: Sequence[Sequence[NodeInfo]], wanted: int) -> list[list[NodeVictims]]:
+        def run_shards(
+            shards: Sequence[Sequence[NodeInfo]], wanted: int, policy: VictimPolicy
+        ) -> list[list[NodeVictims]]:
             if self.pool is None:
                 pdbs = cluster.pdb_list()
-                return [run_shard(framework, state, pod, shard, pdbs, now, wanted) for shard in shards]
+                return [run_shard(framework, state, pod, shard, pdbs, now, wanted, policy) for shard in shards]
+            # The workers select victims with their own copy of the profile's PostFilter plugin.
             return self.pool.run_shards(
                 shards, wanted, request.pod.uid, request.pod.pod_json, version, now, pods_by_uid, assumed
             )

@@ -24,7 +24,7 @@ from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
-from podsched.plugins.registry import build_framework
+from podsched.plugins.registry import build_framework, victim_policy_of
 from podsched.preemption.sharding import run_shard
 from podsched.preemption.victims import NodeVictims
 from podsched.queue.nominator import assumed_nominations
@@ -122,7 +122,8 @@ def _run(
     state = CycleState()
     framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
     nodes = [info for name in node_names if (info := snapshot.get(name)) is not None]
-    outcomes = run_shard(framework, state, pod, nodes, cluster.pdb_list(), now, wanted)
+    policy = victim_policy_of(framework, now)
+    outcomes = run_shard(framework, state, pod, nodes, cluster.pdb_list(), now, wanted, policy)
     return [
         (
             o.node_name,

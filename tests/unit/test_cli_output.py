@@ -673,6 +673,22 @@ def test_describe_pending_pod_explains_the_latest_failed_scheduling() -> None:
     )
 
 
+def test_describe_pending_pod_names_the_pdbs_that_blocked_strict_preemption() -> None:
+    pod = encode_object(make_pod("high").priority(HIGH_PRIORITY).req(cpu="2").obj())
+    message = (
+        "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: "
+        "1 Preemption would violate PodDisruptionBudget default/db (pdbPolicy: Strict), "
+        "2 Preemption would violate PodDisruptionBudgets default/db, default/web (pdbPolicy: Strict).."
+    )
+    text = output.describe_pod(pod, [event("FailedScheduling", message, "high", type_="Warning")], NOW)
+    assert (
+        "Scheduling:\n"
+        f"  Pending: {message}\n"
+        "  Preemption blocked by PodDisruptionBudget: default/db (pdbPolicy: Strict)\n"
+        "  Preemption blocked by PodDisruptionBudget: default/web (pdbPolicy: Strict)\n"
+    ) in text
+
+
 def test_describe_nominated_pod_says_it_waits_for_victims() -> None:
     pod = encode_object(make_pod("high").priority(HIGH_PRIORITY).nominated("n1").obj())
     text = output.describe_pod(pod, [event("FailedScheduling", "0/1 nodes are available.", "high")], NOW)

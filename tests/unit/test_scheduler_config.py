@@ -66,6 +66,11 @@ def test_disabling_default_preemption_or_every_post_filter_turns_preemption_off(
             "minCandidateNodesAbsolute: 0}",
             "profiles[0].pluginConfig[0].args",
         ),
+        (
+            "profiles:\n- pluginConfig:\n  - name: DefaultPreemption\n    args: {pdbPolicy: Always}",
+            'profiles[0].pluginConfig[0].args.pdbPolicy: Unsupported value: "Always": '
+            'supported values: "BestEffort", "Strict"',
+        ),
     ],
     ids=[
         "initial backoff below one second",
@@ -73,12 +78,24 @@ def test_disabling_default_preemption_or_every_post_filter_turns_preemption_off(
         "percentage above 100",
         "unknown extension point",
         "both candidate minimums zero",
+        "an unknown pdb policy",
     ],
 )
 def test_bad_values_are_rejected_naming_the_field(text: str, field: str) -> None:
     with pytest.raises(ApiError) as rejected:
         parse_scheduler_config("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n" + text)
     assert field in rejected.value.message
+
+
+def test_pdb_policy_defaults_to_upstreams_best_effort_and_strict_is_read() -> None:
+    header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+    assert parse_scheduler_config(header).preemption_args.pdb_policy == "BestEffort"
+    assert parse_scheduler_config(header).preemption_args.victim_policy.is_default
+    strict = parse_scheduler_config(
+        header + "profiles:\n- pluginConfig:\n  - name: DefaultPreemption\n    args: {pdbPolicy: Strict}"
+    )
+    assert strict.preemption_args.pdb_policy == "Strict"
+    assert strict.preemption_args.victim_policy.strict_pdbs
 
 
 def test_a_wrong_kind_is_rejected() -> None:

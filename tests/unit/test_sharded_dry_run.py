@@ -14,7 +14,7 @@ from test_fastpath_equivalence import Workload, offsets, simulate, workloads
 from podsched.framework.node_info import NodeInfo
 from podsched.preemption.evaluator import DryRun
 from podsched.preemption.sharding import run_shard, sharded_dry_run, split
-from podsched.preemption.victims import NodeVictims
+from podsched.preemption.victims import NodeVictims, VictimPolicy
 from podsched.simulator.engine import Simulator
 
 
@@ -22,9 +22,14 @@ def in_process_executor(workers: int, calls: list[int]):  # type: ignore[no-unty
     """A sharded executor whose shards run here, one after another."""
 
     def execute(run: DryRun) -> None:
-        def run_shards(shards: Sequence[Sequence[NodeInfo]], wanted: int) -> list[list[NodeVictims]]:
+        def run_shards(
+            shards: Sequence[Sequence[NodeInfo]], wanted: int, policy: VictimPolicy
+        ) -> list[list[NodeVictims]]:
             calls.append(len(shards))
-            return [run_shard(run.framework, run.state, run.pod, shard, run.pdbs, run.now, wanted) for shard in shards]
+            return [
+                run_shard(run.framework, run.state, run.pod, shard, run.pdbs, run.now, wanted, policy)
+                for shard in shards
+            ]
 
         sharded_dry_run(run_shards, workers)(run)
 

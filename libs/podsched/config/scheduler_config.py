@@ -19,6 +19,7 @@ import yaml
 from podsched.api.errors import ApiError, FieldError
 from podsched.api.types import DEFAULT_SCHEDULER_NAME, Pod
 from podsched.preemption.evaluator import DefaultPreemptionArgs
+from podsched.preemption.pdb_policy import PDB_POLICIES, PdbPolicy
 
 KIND = "KubeSchedulerConfiguration"
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
@@ -283,6 +284,18 @@ def _default_preemption_args(raw: Any, path: str, errors: list[FieldError]) -> D
         errors.append(FieldError(path, "must be a mapping"))
         return None
     defaults = DefaultPreemptionArgs()
+    pdb_policy = raw.get("pdbPolicy", PdbPolicy.BEST_EFFORT.value)
+    if pdb_policy not in PDB_POLICIES:
+        # podsched's own argument: worded as upstream words an unsupported enum value.
+        errors.append(
+            FieldError(
+                f"{path}.pdbPolicy",
+                "supported values: " + ", ".join(f'"{v}"' for v in PDB_POLICIES),
+                pdb_policy,
+                kind="Unsupported value",
+            )
+        )
+        return None
     values: list[int] = []
     for key, default in (
         ("minCandidateNodesPercentage", defaults.min_candidate_nodes_percentage),
@@ -304,4 +317,4 @@ def _default_preemption_args(raw: Any, path: str, errors: list[FieldError]) -> D
     if percentage == 0 and absolute == 0:
         errors.append(FieldError(percentage_path, "cannot be zero at the same time as minCandidateNodesAbsolute", 0))
         errors.append(FieldError(absolute_path, "cannot be zero at the same time as minCandidateNodesPercentage", 0))
-    return None if len(errors) > problems else DefaultPreemptionArgs(percentage, absolute)
+    return None if len(errors) > problems else DefaultPreemptionArgs(percentage, absolute, str(pdb_policy))

@@ -4,7 +4,10 @@ dry-run order, to the Evaluator's own DryRunAccumulator, which says when to stop
 then picks the node as it always does.
 
 It applies to the pods and clusters the column strategy handles (ColumnStrategy.inputs); any other dry
-run, and the rest of one that meets a pod slot outside the exact range, goes to `fallback`."""
+run, and the rest of one that meets a pod slot outside the exact range, goes to `fallback`. So does
+every dry run whose PostFilter plugin selects victims its own way (a VictimPolicy other than the
+default: DefaultPreemption's `pdbPolicy: Strict`, PreemptionToleration's exemptions): the columns
+hold upstream's SelectVictimsOnNode only, and those opt-ins are rare enough to run node by node."""
 
 from __future__ import annotations
 
@@ -53,6 +56,9 @@ class VectorizedDryRun:
         self.vectorized_runs = 0  # dry runs decided here (tests and benchmarks look)
 
     def __call__(self, run: DryRun) -> None:
+        if not run.policy.is_default:  # see the module docstring: the plain per-node path decides
+            self.fallback(run)
+            return
         known = run.state.get(COLUMN_INPUTS_KEY)  # the cycle was evaluated on these columns
         inputs = known[1] if known is not None and known[0] is run.pod else self.strategy.inputs(run.pod, run.snapshot)
         if inputs is None:

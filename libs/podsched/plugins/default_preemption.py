@@ -12,6 +12,7 @@ from podsched.framework.runtime import Framework
 from podsched.framework.status import Status
 from podsched.plugins import names
 from podsched.preemption.evaluator import DefaultPreemptionArgs, DryRunExecutor, Evaluator, PreemptionOutcome
+from podsched.preemption.victims import VictimPolicy
 
 MESSAGE_PREFIX = "preemption: "
 
@@ -27,12 +28,25 @@ class DefaultPreemption:
         executor: DryRunExecutor | None = None,
     ) -> None:
         self.evaluator = Evaluator(framework, args, offset=offset, executor=executor)
+        self._victim_policy = self.evaluator.args.victim_policy
+
+    def victim_policy_at(self, now: float) -> VictimPolicy:
+        """How this plugin selects victims on a node (its `pdbPolicy`); preemption workers that run
+        SelectVictimsOnNode in their own process ask their own copy of the plugin."""
+        return self._victim_policy
 
     def post_filter(
         self, state: CycleState, pod: Pod, node_to_status: NodeToStatus, cluster: ClusterView
     ) -> tuple[PostFilterResult | None, Status]:
         outcome = self.evaluator.preempt(
-            state, pod, node_to_status, cluster.snapshot, cluster.pdbs, cluster.nominator, cluster.now
+            state,
+            pod,
+            node_to_status,
+            cluster.snapshot,
+            cluster.pdbs,
+            cluster.nominator,
+            cluster.now,
+            self._victim_policy,
         )
         return post_filter_answer(outcome)
 

@@ -23,6 +23,7 @@ from podsched.plugins.node_unschedulable import NodeUnschedulable
 from podsched.plugins.pod_topology_spread import PodTopologySpread
 from podsched.plugins.taint_toleration import TaintToleration
 from podsched.preemption.evaluator import DryRunExecutor, sequential_dry_run
+from podsched.preemption.victims import DEFAULT_VICTIM_POLICY, VictimPolicy
 from podsched.scheduler.schedule_one import SchedulingAlgorithm
 
 # (factory, default score weight or 0 if the plugin does not score), in upstream's MultiPoint order.
@@ -65,6 +66,15 @@ def build_framework(
             DefaultPreemption(framework, config.preemption_args, offset=offset, executor=executor)
         )
     return framework
+
+
+def victim_policy_of(framework: Framework, now: float) -> VictimPolicy:
+    """How the profile's preemption plugin selects victims on a node at `now`: what a preemption
+    worker process, which runs SelectVictimsOnNode without the plugin's PostFilter, applies."""
+    for plugin in framework.post_filter_plugins:
+        if isinstance(plugin, DefaultPreemption):
+            return plugin.victim_policy_at(now)
+    return DEFAULT_VICTIM_POLICY
 
 
 def default_queueing_hints() -> QueueingHintMap:

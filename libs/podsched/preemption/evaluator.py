@@ -20,8 +20,9 @@ from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
 from podsched.preemption.eligibility import pod_eligible_to_preempt_others
 from podsched.preemption.executor import nominations_to_clear
+from podsched.preemption.pdb_policy import PDB_POLICIES, PdbPolicy
 from podsched.preemption.tie_breaks import Candidate, VictimSummary, default_score_funcs, pick_one_node_for_preemption
-from podsched.preemption.victims import NodeVictims, select_victims_on_node
+from podsched.preemption.victims import DEFAULT_VICTIM_POLICY, NodeVictims, VictimPolicy, select_victims_on_node
 from podsched.scheduler.fit_error import FitError
 
 DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE = 10
@@ -34,9 +35,17 @@ NO_CANDIDATE_MESSAGE = "no candidate node for preemption"
 class DefaultPreemptionArgs:
     min_candidate_nodes_percentage: int = DEFAULT_MIN_CANDIDATE_NODES_PERCENTAGE
     min_candidate_nodes_absolute: int = DEFAULT_MIN_CANDIDATE_NODES_ABSOLUTE
+    pdb_policy: str = PdbPolicy.BEST_EFFORT.value  # podsched's opt-in (podsched.preemption.pdb_policy)
+
+    @property
+    def victim_policy(self) -> VictimPolicy:
+        """SelectVictimsOnNode as these args ask for it (DefaultPreemption's)."""
+        return VictimPolicy(strict_pdbs=True) if self.pdb_policy == PdbPolicy.STRICT else DEFAULT_VICTIM_POLICY
 
     def validate(self) -> list[str]:
         errors = []
+        if self.pdb_policy not in PDB_POLICIES:
+            errors.append(f"pdbPolicy: Unsupported value: supported values: {', '.join(PDB_POLICIES)}")
         if not 0 <= self.min_candidate_nodes_percentage <= 100:
             errors.append("minCandidateNodesPercentage: Invalid value: not in valid range [0, 100]")
         if self.min_candidate_nodes_absolute < 0:
@@ -136,6 +145,7 @@ class DryRun:
     pdbs: Sequence[PodDisruptionBudget]
     now: float
     accumulator: DryRunAccumulator
+    policy: VictimPolicy = DEFAULT_VICTIM_POLICY  # the PostFilter plugin's SelectVictimsOnNode
 
 
 # Runs a dry run. The default runs in-process node by node; the preemption service supplies one
@@ -147,7 +157,7 @@ DryRunExecutor = Callable[[DryRun], None]
 def sequential_dry_run(run: DryRun) -> None:
     for node_info in run.nodes:
         outcome = select_victims_on_node(
-            run.framework, run.state.clone(), run.pod, node_info.clone(), run.pdbs, run.now
+            run.framework, run.state.clone(), run.pod, node_info.clone(), run.pdbs, run.now, run.policy
         )
         if run.accumulator.add(outcome):
             return
@@ -184,7 +194,10 @@ class Evaluator:
         pdbs: Sequence[PodDisruptionBudget],
         nominator: PodNominator | None,
         now: float,
+        policy: VictimPolicy = DEFAULT_VICTIM_POLICY,
     ) -> PreemptionOutcome:
+        """`policy`: how the plugin selects victims on a node (DefaultPreemption's args, or
+        PreemptionToleration's exemptions); everything else is the same for every plugin."""
         # 1. Eligibility.
         nominated_status = (
             node_to_status.get(pod.status.nominated_node_name) if pod.status.nominated_node_name else None
@@ -202,7 +215,7 @@ class Evaluator:
             offset %= len(potential)
             ordered = potential[offset:] + potential[:offset]
             accumulator = DryRunAccumulator(n)
-            self.executor(DryRun(self.framework, state, pod, snapshot, ordered, pdbs, now, accumulator))
+            self.executor(DryRun(self.framework, state, pod, snapshot, ordered, pdbs, now, accumulator, policy))
         candidates = accumulator.candidates
         if accumulator.errors and not candidates:
             return PreemptionOutcome(None, Status(Code.ERROR, [accumulator.errors[0]]))

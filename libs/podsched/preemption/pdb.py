@@ -43,3 +43,17 @@ def filter_pods_with_pdb_violation(
                     violates = True
         (violating if violates else non_violating).append(pod)
     return violating, non_violating
+
+
+def pdbs_violated_by(victims: Sequence[Pod], pdbs: Sequence[PodDisruptionBudget]) -> list[PodDisruptionBudget]:
+    """The PDBs that evicting every one of `victims` together would push below their allowance: more
+    matching victims (not already in status.disruptedPods) than disruptionsAllowed. Exact for the
+    set, unlike filter_pods_with_pdb_violation's per-pod split, which counts a pod as violating
+    when the budget ran out before it even if a pod counted earlier is then reprieved."""
+    violated: list[PodDisruptionBudget] = []
+    for pdb in pdbs:
+        disrupted = pdb.status.disrupted_pods
+        taken = sum(1 for pod in victims if pod.name not in disrupted and pdb_matches_pod(pdb, pod))
+        if taken > pdb.status.disruptions_allowed:
+            violated.append(pdb)
+    return violated

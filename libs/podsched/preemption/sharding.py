@@ -19,11 +19,12 @@ from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.runtime import Framework
 from podsched.preemption.evaluator import DryRun, DryRunExecutor
-from podsched.preemption.victims import NodeVictims, select_victims_on_node
+from podsched.preemption.victims import DEFAULT_VICTIM_POLICY, NodeVictims, VictimPolicy, select_victims_on_node
 
-# Runs each shard (a list of nodes, in order) with the wanted candidate count; returns, per shard,
-# the outcomes of a prefix of its nodes in order (a shard may stop early, see above).
-ShardRunner = Callable[[Sequence[Sequence[NodeInfo]], int], Sequence[Sequence[NodeVictims]]]
+# Runs each shard (a list of nodes, in order) with the wanted candidate count and the PostFilter
+# plugin's victim policy; returns, per shard, the outcomes of a prefix of its nodes in order (a
+# shard may stop early, see above). Worker processes rebuild the policy from their own profile.
+ShardRunner = Callable[[Sequence[Sequence[NodeInfo]], int, VictimPolicy], Sequence[Sequence[NodeVictims]]]
 
 
 def split(nodes: Sequence[NodeInfo], parts: int) -> list[Sequence[NodeInfo]]:
@@ -48,7 +49,7 @@ def sharded_dry_run(run_shards: ShardRunner, workers: int) -> DryRunExecutor:
         window = max(accumulator.n, 1)
         while position < len(nodes_in_order):
             shards = split(nodes_in_order[position : position + window], workers)
-            for outcomes in run_shards(shards, accumulator.n):
+            for outcomes in run_shards(shards, accumulator.n, run.policy):
                 for outcome in outcomes:
                     if accumulator.add(outcome):
                         return
@@ -66,6 +67,7 @@ def run_shard(
     pdbs: Sequence[PodDisruptionBudget],
     now: float,
     wanted: int,
+    policy: VictimPolicy = DEFAULT_VICTIM_POLICY,
 ) -> list[NodeVictims]:
     """One worker's share: SelectVictimsOnNode on each node in order, stopping once this shard
     alone would satisfy the accumulator (see the module docstring)."""
@@ -73,7 +75,7 @@ def run_shard(
     candidates = 0
     free_of_violations = 0
     for node_info in nodes:
-        outcome = select_victims_on_node(framework, state.clone(), pod, node_info.clone(), pdbs, now)
+        outcome = select_victims_on_node(framework, state.clone(), pod, node_info.clone(), pdbs, now, policy)
         outcomes.append(outcome)
         if outcome.is_candidate:
             candidates += 1

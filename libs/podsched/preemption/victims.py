@@ -3,7 +3,7 @@ fewest, least important pods whose removal lets the preemptor fit, reprieving PD
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from podsched.api.types import Pod, PodDisruptionBudget
@@ -12,7 +12,8 @@ from podsched.framework.node_info import NodeInfo, PodInfo
 from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
 from podsched.preemption.ordering import importance_key
-from podsched.preemption.pdb import filter_pods_with_pdb_violation
+from podsched.preemption.pdb import filter_pods_with_pdb_violation, pdbs_violated_by
+from podsched.preemption.pdb_policy import strict_pdb_reason
 from podsched.preemption.tie_breaks import VictimSummary
 
 NO_VICTIMS_MESSAGE = "No preemption victims found for incoming pod"
@@ -33,6 +34,30 @@ class NodeVictims:
         return self.status is None and bool(self.victims)
 
 
+class VictimLookupError(Exception):
+    """A victim's policy could not be read (its PriorityClass is gone): the node's dry run fails."""
+
+
+@dataclass(frozen=True, slots=True)
+class VictimPolicy:
+    """What a PostFilter plugin changes in SelectVictimsOnNode; the default is upstream's.
+
+    `strict_pdbs`: DefaultPreemption's `pdbPolicy: Strict`: a node whose victim set would exceed a
+    PDB's disruptionsAllowed is no candidate. `exempted(victim, preemptor)`: PreemptionToleration's
+    ExemptedFromPreemption: such a lower-priority pod stays on the node and is never a victim (it
+    may raise VictimLookupError)."""
+
+    strict_pdbs: bool = False
+    exempted: Callable[[Pod, Pod], bool] | None = None
+
+    @property
+    def is_default(self) -> bool:
+        return not self.strict_pdbs and self.exempted is None
+
+
+DEFAULT_VICTIM_POLICY = VictimPolicy()
+
+
 def is_preemption_allowed(victim: Pod, preemptor: Pod) -> bool:
     """A victim must have strictly lower priority (IsEligiblePod's default adds nothing)."""
     return victim.priority < preemptor.priority
@@ -45,15 +70,24 @@ def select_victims_on_node(
     node_info: NodeInfo,
     pdbs: Sequence[PodDisruptionBudget],
     now: float,
+    policy: VictimPolicy = DEFAULT_VICTIM_POLICY,
 ) -> NodeVictims:
     """Mutates the *copies* it is given (callers pass clones of the node and cycle state).
 
-    1. Remove every lower-priority pod; if none, the node is not a candidate.
+    1. Remove every lower-priority pod (that `policy` does not exempt); if none, the node is not a
+       candidate.
     2. If the preemptor still does not fit, the node is not a candidate.
     3. Try to put pods back, most important first, PDB-violating ones before the rest; a pod whose
-       return makes the preemptor not fit becomes a victim. One greedy pass, no backtracking."""
+       return makes the preemptor not fit becomes a victim. One greedy pass, no backtracking.
+    4. Under a strict PDB policy, a victim set that exceeds some PDB's allowance is no candidate."""
     name = node_info.name
     potential: list[PodInfo] = [pi for pi in node_info.pods if is_preemption_allowed(pi.pod, preemptor)]
+    exempted = policy.exempted
+    if exempted is not None and potential:
+        try:
+            potential = [pi for pi in potential if not exempted(pi.pod, preemptor)]
+        except VictimLookupError as lookup_error:
+            return NodeVictims(name, [], 0, Status(Code.ERROR, [str(lookup_error)]))
     if not potential:
         return NodeVictims(name, [], 0, Status.unresolvable("", NO_VICTIMS_MESSAGE))
     for pod_info in potential:
@@ -98,4 +132,10 @@ def select_victims_on_node(
         return NodeVictims(name, [], 0, Status(Code.ERROR, [str(error)]))
     if violating and non_violating:
         victims.sort(key=key)  # keep victims[0] the most important (upstream fix #128307)
+    if policy.strict_pdbs and num_violating:
+        # The per-pod split may count a violation the reprieves undid: judge the set itself.
+        violated = pdbs_violated_by(victims, pdbs)
+        if violated:
+            return NodeVictims(name, [], 0, Status(Code.UNSCHEDULABLE, [strict_pdb_reason(violated)]))
+        num_violating = 0
     return NodeVictims(name, victims, num_violating, None)
