@@ -12,6 +12,7 @@ from typing import Any
 from podsched.api.quantity import to_int, to_milli
 from podsched.api.types import (
     CONDITION_DISRUPTION_TARGET,
+    CONDITION_POD_SCHEDULED,
     POD_RUNNING,
     REASON_PREEMPTION_BY_SCHEDULER,
     Affinity,
@@ -118,6 +119,14 @@ class PodBuilder:
 
     def start_time(self, seconds: float) -> PodBuilder:
         self._status.start_time = seconds
+        return self
+
+    def scheduled_at(self, seconds: float | None, status: str = "True") -> PodBuilder:
+        """A PodScheduled condition with this lastTransitionTime (None: a condition without one)."""
+        self._status.conditions = (
+            *self._status.conditions,
+            PodCondition(CONDITION_POD_SCHEDULED, status, last_transition_time=seconds),
+        )
         return self
 
     def grace(self, seconds: int) -> PodBuilder:
@@ -240,10 +249,14 @@ def make_pdb(
 
 
 def make_priority_class(
-    name: str, value: int, global_default: bool = False, policy: str = "PreemptLowerPriority"
+    name: str,
+    value: int,
+    global_default: bool = False,
+    policy: str = "PreemptLowerPriority",
+    annotations: dict[str, str] | None = None,
 ) -> PriorityClass:
     return PriorityClass(
-        metadata=ObjectMeta(name=name, uid=f"pc-{name}"),
+        metadata=ObjectMeta(name=name, uid=f"pc-{name}", annotations=dict(annotations or {})),
         value=value,
         global_default=global_default,
         preemption_policy=policy,

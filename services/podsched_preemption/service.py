@@ -25,9 +25,9 @@ from podsched.fastpath import ColumnStrategy, VectorizedDryRun
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import ClusterView, NodeToStatus, PostFilterResult
 from podsched.framework.node_info import NodeInfo, Snapshot
+from podsched.framework.runtime import run_post_filter
 from podsched.framework.status import Status
-from podsched.plugins.default_preemption import DefaultPreemption
-from podsched.plugins.registry import build_algorithm
+from podsched.plugins.registry import build_algorithm, post_filter_plugins
 from podsched.preemption.evaluator import DryRunExecutor
 from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims, VictimPolicy
@@ -107,7 +107,9 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             )
 
     def _build(self, profile: SchedulerConfig) -> ProfilePostFilter:
-        algorithm = build_algorithm(profile, self.copy.nominator, offset=lambda n: 0)
+        algorithm = build_algorithm(
+            profile, self.copy.nominator, offset=lambda n: 0, priority_classes=self.copy.cluster.priority_classes
+        )
         columns = algorithm.columns
         assert isinstance(columns, ColumnStrategy)  # build_algorithm's default
         self.copy.cluster.listeners.append(columns.track_changes())
@@ -288,15 +290,17 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         vectorized = None
         if self.config.dry_run == "auto":
             executor = vectorized = VectorizedDryRun(profile.columns, fallback=executor)
-        preemption = DefaultPreemption(
+        # The profile's PostFilter plugins (DefaultPreemption, PreemptionToleration) on this executor.
+        plugins = post_filter_plugins(
+            profile.config,
             framework,
-            profile.config.preemption_args,
             offset=lambda n: 0,  # deterministic: a dry run predicts exactly what the real apply does
             executor=executor,
+            priority_classes=cluster.priority_classes,
         )
         framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
         view = ClusterView(snapshot, cluster.pdb_list(), self.copy.nominator, now)
-        answer = preemption.post_filter(state, pod, diagnosis, view)
+        answer = run_post_filter(plugins, state, pod, diagnosis, view)
         span.set_attribute(
             "podsched.dry_run_path", "vectorized" if vectorized and vectorized.vectorized_runs else "workers"
         )

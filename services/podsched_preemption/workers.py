@@ -70,7 +70,10 @@ async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connecti
     scheduler_config = load_scheduler_config(settings.scheduler_config)
     copy = ClusterCopy(settings.bootstrap, settings.prefix, scheduler_config=scheduler_config)
     # The dry run filters with the plugins of the pod's profile (its spec.schedulerName).
-    frameworks = Profiles(scheduler_config, lambda profile: build_framework(profile, copy.nominator))
+    frameworks = Profiles(
+        scheduler_config,
+        lambda profile: build_framework(profile, copy.nominator, priority_classes=copy.cluster.priority_classes),
+    )
     await copy.replica.start()
     conn.send("ready")
     loop = asyncio.get_running_loop()

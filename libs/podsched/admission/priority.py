@@ -23,6 +23,7 @@ from podsched.api.types import (
     Pod,
     PriorityClass,
 )
+from podsched.preemption.toleration import toleration_annotation_errors
 
 HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
 SYSTEM_CRITICAL_PRIORITY = 2 * HIGHEST_USER_DEFINABLE_PRIORITY
@@ -86,6 +87,9 @@ def priority_class_errors(priority_class: PriorityClass) -> list[FieldError]:
         detail = f"maximum allowed value of a user defined priority is {HIGHEST_USER_DEFINABLE_PRIORITY}"
         errors.append(FieldError("value", detail, kind="Forbidden"))
     errors.extend(validate_preemption_policy(priority_class.preemption_policy, "preemptionPolicy"))
+    # podsched's own check: PreemptionToleration's annotations must parse (the plugin would
+    # silently ignore them; a class refused here is what a user can see and fix).
+    errors.extend(toleration_annotation_errors(priority_class))
     return errors
 
 

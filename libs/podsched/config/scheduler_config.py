@@ -22,6 +22,8 @@ from podsched.preemption.evaluator import DefaultPreemptionArgs
 from podsched.preemption.pdb_policy import PDB_POLICIES, PdbPolicy
 
 KIND = "KubeSchedulerConfiguration"
+DEFAULT_PREEMPTION = "DefaultPreemption"
+PREEMPTION_TOLERATION = "PreemptionToleration"
 API_VERSIONS = ("kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta3")
 EXTENSION_POINTS = (
     "preEnqueue",
@@ -55,6 +57,10 @@ class SchedulerConfig:
     percentage_of_nodes_to_score: int = 0
     preemption_enabled: bool = True
     preemption_args: DefaultPreemptionArgs = field(default_factory=DefaultPreemptionArgs)
+    # The PostFilter plugins, in upstream's order (the default DefaultPreemption, then those the
+    # profile enables: kubernetes-sigs/scheduler-plugins' PreemptionToleration).
+    post_filter_plugins: tuple[str, ...] = (DEFAULT_PREEMPTION,)
+    toleration_args: DefaultPreemptionArgs = field(default_factory=DefaultPreemptionArgs)
     disabled_plugins: frozenset[tuple[str, str]] = frozenset()  # (extension point, plugin name)
     score_weights: tuple[tuple[str, int], ...] = ()  # overrides from plugins.score.enabled[].weight
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
@@ -209,6 +215,7 @@ def _profile(
     if "percentageOfNodesToScore" in raw:
         percentage = _percentage(raw, errors, percentage, f"{path}.")
     disabled: set[tuple[str, str]] = set()
+    enabled_post_filter: list[str] = []
     weights: list[tuple[str, int]] = []
     plugins = raw.get("plugins") or {}
     if not isinstance(plugins, dict):
@@ -236,6 +243,8 @@ def _profile(
                     continue
                 if which == "disabled":
                     disabled.add((point, entry["name"]))
+                elif point == "postFilter":
+                    enabled_post_filter.append(entry["name"])
                 elif point in ("score", "multiPoint") and "weight" in entry:
                     weight = entry["weight"]
                     if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0:
@@ -243,6 +252,7 @@ def _profile(
                         continue
                     weights.append((entry["name"], weight))
     args = defaults.preemption_args
+    toleration_args = defaults.toleration_args
     plugin_configs = raw.get("pluginConfig") or []
     if not isinstance(plugin_configs, list):
         errors.append(FieldError(f"{path}.pluginConfig", "must be a list"))
@@ -259,18 +269,32 @@ def _profile(
             continue
         if isinstance(plugin_name, str):
             seen.add(plugin_name)
-        if plugin_name != "DefaultPreemption":
-            continue
-        args = _default_preemption_args(plugin_config.get("args"), f"{config_path}.args", errors) or args
+        if plugin_name == DEFAULT_PREEMPTION:
+            args = _default_preemption_args(plugin_config.get("args"), f"{config_path}.args", errors) or args
+        elif plugin_name == PREEMPTION_TOLERATION:
+            raw_args = plugin_config.get("args")
+            if isinstance(raw_args, dict) and "pdbPolicy" in raw_args:
+                # PreemptionTolerationArgs has the candidate minimums only.
+                errors.append(
+                    FieldError(f"{config_path}.args.pdbPolicy", "a DefaultPreemption argument", kind="Forbidden")
+                )
+                continue
+            toleration_args = _default_preemption_args(raw_args, f"{config_path}.args", errors) or toleration_args
     profile = replace(
         defaults,
         scheduler_name=name,
         percentage_of_nodes_to_score=percentage,
         preemption_args=args,
+        toleration_args=toleration_args,
         disabled_plugins=frozenset(disabled),
         score_weights=tuple(weights),
     )
-    if not profile.plugin_enabled("postFilter", "DefaultPreemption"):
+    post_filter = [DEFAULT_PREEMPTION] if profile.plugin_enabled("postFilter", DEFAULT_PREEMPTION) else []
+    # An enabled plugin runs unless disabled by name (upstream: `*` disables the default plugins only).
+    if PREEMPTION_TOLERATION in enabled_post_filter and ("postFilter", PREEMPTION_TOLERATION) not in disabled:
+        post_filter.append(PREEMPTION_TOLERATION)
+    profile = replace(profile, post_filter_plugins=tuple(post_filter))
+    if not post_filter:
         profile = replace(profile, preemption_enabled=False)
     return profile
 

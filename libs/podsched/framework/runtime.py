@@ -178,26 +178,8 @@ class Framework:
     def run_post_filter_plugins(
         self, state: CycleState, pod: Pod, node_to_status: NodeToStatus, cluster: ClusterView
     ) -> tuple[PostFilterResult | None, Status]:
-        """RunPostFilterPlugins: the plugins in order until one succeeds (its result nominates) or
-        one says UnschedulableAndUnresolvable or fails; otherwise Unschedulable with every plugin's
-        reasons, and the last result a plugin gave (it may clear the pod's nomination)."""
-        result: PostFilterResult | None = None
-        reasons: list[str] = []
-        rejector = ""
-        for plugin in self.post_filter_plugins:
-            plugin_result, status = plugin.post_filter(state, pod, node_to_status, cluster)
-            if status.is_success:
-                return plugin_result, status
-            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-                status.plugin = plugin.name
-                return plugin_result, status
-            if not status.is_rejected:
-                return None, Status.error(plugin.name, status.message)
-            if plugin_result is not None:
-                result = plugin_result
-            reasons += status.reasons
-            rejector = rejector or plugin.name
-        return result, Status(Code.UNSCHEDULABLE, reasons, rejector)
+        """RunPostFilterPlugins over this profile's PostFilter plugins (`run_post_filter`)."""
+        return run_post_filter(self.post_filter_plugins, state, pod, node_to_status, cluster)
 
     # --- Score ---------------------------------------------------------------------------------
 
@@ -224,3 +206,29 @@ class Framework:
             for i, score in enumerate(scores):
                 totals[i] += score * weight
         return totals
+
+
+def run_post_filter(
+    plugins: Sequence[PostFilterPlugin], state: CycleState, pod: Pod, node_to_status: NodeToStatus, cluster: ClusterView
+) -> tuple[PostFilterResult | None, Status]:
+    """RunPostFilterPlugins: the plugins in order until one succeeds (its result nominates) or one
+    says UnschedulableAndUnresolvable or fails; otherwise Unschedulable with every plugin's reasons,
+    and the last result a plugin gave (it may clear the pod's nomination). The preemption service
+    runs it over the same plugins built with its own dry-run executor."""
+    result: PostFilterResult | None = None
+    reasons: list[str] = []
+    rejector = ""
+    for plugin in plugins:
+        plugin_result, status = plugin.post_filter(state, pod, node_to_status, cluster)
+        if status.is_success:
+            return plugin_result, status
+        if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            status.plugin = plugin.name
+            return plugin_result, status
+        if not status.is_rejected:
+            return None, Status.error(plugin.name, status.message)
+        if plugin_result is not None:
+            result = plugin_result
+        reasons += status.reasons
+        rejector = rejector or plugin.name
+    return result, Status(Code.UNSCHEDULABLE, reasons, rejector)

@@ -51,13 +51,15 @@ class DefaultPreemption:
         return post_filter_answer(outcome)
 
 
-def post_filter_answer(outcome: PreemptionOutcome) -> tuple[PostFilterResult | None, Status]:
-    """The Evaluator's outcome as DefaultPreemption's PostFilter answer: the result carries the
+def post_filter_answer(
+    outcome: PreemptionOutcome, plugin: str = names.DEFAULT_PREEMPTION
+) -> tuple[PostFilterResult | None, Status]:
+    """The Evaluator's outcome as a preemption plugin's PostFilter answer: the result carries the
     candidates, and a status with a message says "preemption: ..." (the FitError's last sentence)."""
     result = outcome.result
     if result is not None:
         result.candidates = list(outcome.candidates)
     status = outcome.status
     if status.message:
-        status = Status(status.code, [MESSAGE_PREFIX + status.message], names.DEFAULT_PREEMPTION)
+        status = Status(status.code, [MESSAGE_PREFIX + status.message], plugin)
     return result, status

@@ -11,4 +11,5 @@ NODE_RESOURCES_BALANCED_ALLOCATION = "NodeResourcesBalancedAllocation"
 INTER_POD_AFFINITY = "InterPodAffinity"
 POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 DEFAULT_PREEMPTION = "DefaultPreemption"
+PREEMPTION_TOLERATION = "PreemptionToleration"  # kubernetes-sigs/scheduler-plugins
 DEFAULT_BINDER = "DefaultBinder"

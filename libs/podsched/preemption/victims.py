@@ -17,6 +17,8 @@ from podsched.preemption.pdb_policy import strict_pdb_reason
 from podsched.preemption.tie_breaks import VictimSummary
 
 NO_VICTIMS_MESSAGE = "No preemption victims found for incoming pod"
+# PreemptionToleration: there are lower-priority pods, but each tolerates this preemptor.
+TOLERATED_MESSAGE = "No preemption victims found for incoming pod: its lower-priority pods tolerate its preemption"
 
 
 @dataclass(slots=True)
@@ -88,6 +90,8 @@ def select_victims_on_node(
             potential = [pi for pi in potential if not exempted(pi.pod, preemptor)]
         except VictimLookupError as lookup_error:
             return NodeVictims(name, [], 0, Status(Code.ERROR, [str(lookup_error)]))
+        if not potential:
+            return NodeVictims(name, [], 0, Status.unresolvable("", TOLERATED_MESSAGE))
     if not potential:
         return NodeVictims(name, [], 0, Status.unresolvable("", NO_VICTIMS_MESSAGE))
     for pod_info in potential:

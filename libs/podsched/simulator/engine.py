@@ -92,7 +92,13 @@ class Simulator:
             # `columns`: the column strategy where it applies (same decisions as node by node,
             # tests/unit/test_fastpath_equivalence.py); told of every change.
             algorithm = build_algorithm(
-                profile, self.queue.nominator, offset=run_offset, rng=rng, executor=executor, columns=columns
+                profile,
+                self.queue.nominator,
+                offset=run_offset,
+                rng=rng,
+                executor=executor,
+                columns=columns,
+                priority_classes=self.cluster.priority_classes,
             )
             if algorithm.columns is not None:
                 self.cluster.listeners.append(algorithm.columns.track_changes())
