@@ -334,7 +334,7 @@ def _describe(args: argparse.Namespace) -> int:
                     events = [event_to_dict(e) for e in listed]
                     now = time.time()
                     if resource is POD:
-                        descriptions.append(describe_pod(obj, events, now))
+                        descriptions.append(describe_pod(obj, events, now, _protection(client, obj, events)))
                     elif resource is NODE:
                         pods = client.get(POD.plural, all_namespaces=True)
                         descriptions.append(describe_node(obj, pods, events, now))
@@ -351,6 +351,31 @@ def _describe(args: argparse.Namespace) -> int:
                 failed = True
     _out("\n\n".join(descriptions))
     return 1 if failed else 0
+
+
+def _protection(client: Any, pod: Mapping[str, Any], events: list[dict[str, Any]]) -> Any:
+    """What describe pod reads to say whether preemption may take the pod: its PriorityClass, its
+    namespace's PDBs, its preemptor. Each read is best effort (gone, or not allowed: left out)."""
+    from podsched_cli.output import Protection
+
+    def read(resource: str, name: str = "", namespace: str = "") -> list[dict[str, Any]]:
+        try:
+            return list(client.get(resource, name, namespace))
+        except RequestFailedError as error:
+            if error.unreachable:
+                raise
+            return []
+
+    spec, meta = pod.get("spec") or {}, pod.get("metadata") or {}
+    class_name = str(spec.get("priorityClassName") or "")
+    classes = read("priorityclasses", class_name) if class_name else []
+    pdbs = read("poddisruptionbudgets", "", str(meta.get("namespace") or "default"))
+    preemptor = None
+    related = [e.get("related") or {} for e in events if e.get("reason") == "Preempted"]
+    if related and related[-1].get("name"):
+        found = read("pods", str(related[-1]["name"]), str(related[-1].get("namespace") or ""))
+        preemptor = found[0] if found else None
+    return Protection(classes[0] if classes else None, pdbs, preemptor)
 
 
 # --- events -------------------------------------------------------------------------------------------

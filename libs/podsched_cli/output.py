@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,9 +20,12 @@ from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, render_quantity
 from podsched.api.quantity import to_int, to_milli
 from podsched.api.timestamps import format_timestamp, parse_timestamp
-from podsched.api.types import Pod
+from podsched.api.types import Pod, PodDisruptionBudget, PriorityClass
 from podsched.cluster.events import Event, ObjectReference
 from podsched.framework.resource import pod_request_map
+from podsched.preemption.explain import has_toleration_policy, toleration_reason
+from podsched.preemption.pdb import pdb_matches_pod
+from podsched.preemption.toleration import scheduled_at, toleration_policy
 from podsched_cli.resources import (
     NODE,
     PDB,
@@ -446,15 +450,17 @@ def _reference_name(reference: events_pb2.ObjectReference) -> str:
 
 
 def dry_run_lines(outcome: api_pb2.DryRunOutcome) -> list[str]:
-    """What a server dry run predicts for a pod, one indented line under the apply line."""
+    """What a server dry run predicts for a pod, one indented line under the apply line, then why
+    protected or PDB-covered pods would or would not be preempted."""
+    because = [f"    {line}" for line in outcome.explanations]
     if outcome.node_name:
         return [f"  would bind to node {outcome.node_name}"]
     if outcome.nominated_node_name:
         victims = ", ".join(_reference_name(victim) for victim in outcome.victims)
         after = f" after preempting {victims}" if victims else ""
-        return [f"  would be nominated to node {outcome.nominated_node_name}{after}"]
+        return [f"  would be nominated to node {outcome.nominated_node_name}{after}", *because]
     if outcome.message:
-        return [f"  would stay pending: {outcome.message}"]
+        return [f"  would stay pending: {outcome.message}", *because]
     return []
 
 
@@ -743,8 +749,85 @@ def _requests_lines(container: Mapping[str, Any]) -> list[str]:
     return ["    Requests:"] + [f"      {name}:\t{value}" for name, value in requests.items()]
 
 
-def describe_pod(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]], now: float) -> str:
-    """`podsched describe pod`: kubectl's layout, plus a Scheduling line explaining the pod's state."""
+@dataclass(frozen=True, slots=True)
+class Protection:
+    """What `describe pod` reads besides the pod and its events to say whether preemption may take it:
+    its PriorityClass, the PodDisruptionBudgets of its namespace and, for a victim, its preemptor
+    (each as the API returned it; missing when it is gone or may not be read)."""
+
+    priority_class: Mapping[str, Any] | None = None
+    pdbs: Sequence[Mapping[str, Any]] = ()
+    preemptor: Mapping[str, Any] | None = None
+
+
+def _decoded(document: Mapping[str, Any] | None, kind: type[Any]) -> Any:
+    if document is None:
+        return None
+    try:
+        obj = decode_object(document)
+    except ApiError:
+        return None
+    return obj if isinstance(obj, kind) else None
+
+
+def protection_lines(
+    pod_document: Mapping[str, Any], events: Sequence[Mapping[str, Any]], protection: Protection, now: float
+) -> list[str]:
+    """Why preemption may or may not take this pod: its PriorityClass's preemption toleration
+    (honoured where the profile runs PreemptionToleration), the PDBs that select it, and, for a
+    victim, why its preemptor was allowed to."""
+    pod = _decoded(pod_document, Pod)
+    if pod is None:
+        return []
+    lines: list[str] = []
+    priority_class = _decoded(protection.priority_class, PriorityClass)
+    if has_toleration_policy(priority_class):
+        lines.append(_toleration_line(pod, priority_class, now))
+        preempted = _latest(events, ("Preempted",))
+        preemptor = _decoded(protection.preemptor, Pod)
+        if preempted is not None and preemptor is not None:
+            when = _seconds(preempted.get("lastTimestamp")) or _seconds(preempted.get("eventTime")) or now
+            verdict = toleration_reason(pod, preemptor, {priority_class.name: priority_class}, when)
+            if verdict is not None:
+                lines.append(f"Preempted by {preemptor.namespace}/{preemptor.name}: {verdict[1]}")
+    for document in protection.pdbs:
+        pdb = _decoded(document, PodDisruptionBudget)
+        if pdb is not None and pdb_matches_pod(pdb, pod):
+            # The status is the system's (decoding a manifest leaves it out): read it as served.
+            allowed = _section(document, "status").get("disruptionsAllowed", 0)
+            lines.append(
+                f"PodDisruptionBudget {pdb.namespace}/{pdb.name} covers it (disruptionsAllowed {allowed}): "
+                "preemption reprieves it first, and under pdbPolicy Strict never takes it past that allowance"
+            )
+    return lines
+
+
+def _toleration_line(pod: Pod, priority_class: PriorityClass, now: float) -> str:
+    policy = toleration_policy(priority_class)
+    where = f"(PriorityClass {priority_class.name}, where the profile runs PreemptionToleration)"
+    if policy is None:
+        return f"Preemption toleration: none, its annotations do not parse {where}"
+    below = f"priorities below {policy.minimum_preemptable_priority} may not preempt it"
+    if policy.toleration_seconds < 0:
+        return f"Preemption toleration: {below}, ever {where}"
+    if policy.toleration_seconds == 0:
+        return f"Preemption toleration: none, toleration-seconds is 0 or absent {where}"
+    scheduled, at = scheduled_at(pod)
+    if not scheduled:
+        return f"Preemption toleration: {below} until {policy.toleration_seconds}s after it is scheduled {where}"
+    until = (at or 0.0) + policy.toleration_seconds
+    tense = "ended at" if until <= now else "until"
+    return (
+        f"Preemption toleration: {below} for {policy.toleration_seconds}s after it was scheduled, "
+        f"{tense} {format_timestamp(until)} {where}"
+    )
+
+
+def describe_pod(
+    pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]], now: float, protection: Protection | None = None
+) -> str:
+    """`podsched describe pod`: kubectl's layout, plus a Scheduling section explaining the pod's state
+    and, given `protection`, what keeps preemption from taking it or why it could."""
     meta, spec, status = _meta(pod), _section(pod, "spec"), _section(pod, "status")
     lines = [
         f"Name:\t{_name(pod)}",
@@ -786,6 +869,8 @@ def describe_pod(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]], no
                 cells += [str(condition.get("reason", "")), str(condition.get("message", ""))]
             lines.append("  " + "\t".join(cells))
     lines += ["Scheduling:", *(f"  {line}" for line in scheduling_lines(pod, events))]
+    if protection is not None:
+        lines += [f"  {line}" for line in protection_lines(pod, events, protection, now)]
     lines += _event_lines(events, now)
     return _render(lines)
 

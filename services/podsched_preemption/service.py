@@ -27,8 +27,9 @@ from podsched.framework.interface import ClusterView, NodeToStatus, PostFilterRe
 from podsched.framework.node_info import NodeInfo, Snapshot
 from podsched.framework.runtime import run_post_filter
 from podsched.framework.status import Status
-from podsched.plugins.registry import build_algorithm, post_filter_plugins
+from podsched.plugins.registry import build_algorithm, post_filter_plugins, victim_policy_of
 from podsched.preemption.evaluator import DryRunExecutor
+from podsched.preemption.explain import explain_preemption
 from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims, VictimPolicy
 from podsched.scheduler.fit_error import FitError
@@ -251,7 +252,12 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             answer = (cycle.post_filter, cycle.post_filter_status)
         if answer is None:
             answer = self._post_filter(profile, pod, request, diagnosis, snapshot, now, span)
-        return self._response(pod, answer, fit_error, version, span, dry_run=bool(request.pod.pod_json))
+        dry_run = bool(request.pod.pod_json)
+        response = self._response(pod, answer, fit_error, version, span, dry_run=dry_run)
+        if dry_run:  # what apply --dry-run=server prints under its prediction
+            policy = victim_policy_of(profile.algorithm.framework, now)
+            response.explanations.extend(explain_preemption(pod, answer[0], snapshot, cluster.pdb_list(), policy, now))
+        return response
 
     def _post_filter(
         self,

@@ -215,7 +215,10 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         except grpc.aio.AioRpcError as error:
             await self._forward_error(context, error)
         return api_pb2.DryRunOutcome(
-            nominated_node_name=decision.nominated_node_name, victims=decision.victims, message=decision.message
+            nominated_node_name=decision.nominated_node_name,
+            victims=decision.victims,
+            message=decision.message,
+            explanations=decision.explanations,
         )
 
     async def Get(self, request: api_pb2.GetRequest, context: grpc.aio.ServicerContext) -> Any:
