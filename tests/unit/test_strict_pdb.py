@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+from hypothesis import assume, event, given, settings
+from hypothesis import strategies as st
 from test_preemption import NOW, SMALL_NODE, all_unschedulable, snapshot_of, victim_names
 
 from builders import HIGH_PRIORITY, LOW_PRIORITY, MID_PRIORITY, make_node, make_pdb, make_pod
@@ -181,3 +183,62 @@ def test_strict_preemption_leaves_the_pod_pending_when_every_node_would_violate_
         "preemption: 0/2 nodes are available: "
         "2 Preemption would violate PodDisruptionBudget default/db-pdb (pdbPolicy: Strict)."
     )
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> tuple[list[Pod], list[PodDisruptionBudget], Pod]:
+    nodes = draw(st.integers(1, 4))
+    pods = [
+        make_pod(f"pod-{i}")
+        .priority(draw(st.sampled_from([LOW_PRIORITY, MID_PRIORITY])))
+        .label("app", draw(st.sampled_from(["db", "web", "batch"])))
+        .req(cpu=str(draw(st.integers(1, 2))))
+        .node(f"n{draw(st.integers(1, nodes))}")
+        .start_time(NOW - draw(st.integers(0, 3)))
+        .obj()
+        for i in range(draw(st.integers(1, 10)))
+    ]
+    pdbs = [
+        make_pdb(f"{app}-pdb", allowed=draw(st.integers(0, 2)), app=app)
+        for app in draw(st.lists(st.sampled_from(["db", "web"]), unique=True))
+    ]
+    preemptor = make_pod("p").priority(HIGH_PRIORITY).req(cpu=str(draw(st.integers(1, 4)))).obj()
+    return pods, pdbs, preemptor
+
+
+@given(clusters())
+@settings(max_examples=150, deadline=None)
+def test_strict_candidates_are_exactly_the_best_effort_candidates_that_violate_no_pdb(
+    cluster: tuple[list[Pod], list[PodDisruptionBudget], Pod],
+) -> None:
+    pods, pdbs, preemptor = cluster
+    nodes = sorted({pod.spec.node_name for pod in pods})
+    snapshot = snapshot_of([make_node(name).capacity(**SMALL_NODE).obj() for name in nodes], pods)
+    framework = build_framework(SchedulerConfig(), Nominator())
+    filtered = CycleState()
+    framework.run_pre_filter_plugins(filtered, preemptor, snapshot.node_info_list)
+    fits = [framework.run_filter_plugins(filtered, preemptor, info) is None for info in snapshot.node_info_list]
+    assume(not any(fits))  # PostFilter runs for pods that fit nowhere
+    answers = {}
+    for pdb_policy in ("BestEffort", "Strict"):
+        state = CycleState()
+        framework.run_pre_filter_plugins(state, preemptor, snapshot.node_info_list)
+        # Every node is a candidate to look at: the search never stops early, so the two compare whole.
+        plugin = DefaultPreemption(framework, DefaultPreemptionArgs(100, 100, pdb_policy), offset=lambda n: 0)
+        answers[pdb_policy] = plugin.post_filter(
+            state, preemptor, all_unschedulable(snapshot), ClusterView(snapshot, pdbs, None, NOW)
+        )
+    (best_result, _), (strict_result, strict_status) = answers["BestEffort"], answers["Strict"]
+    best = {c.node_name: victim_names(c.victims) for c in (best_result.candidates if best_result else [])}
+    strict = {c.node_name: victim_names(c.victims) for c in (strict_result.candidates if strict_result else [])}
+    free = {
+        c.node_name: victim_names(c.victims)
+        for c in (best_result.candidates if best_result else [])
+        if not pdbs_violated_by(c.victims, pdbs)
+    }
+    assert strict == free
+    event("strict drops a candidate" if len(strict) < len(best) else "the same candidates")
+    if strict_result is not None and strict_result.nominated_node_name:
+        assert not pdbs_violated_by(strict_result.victims, pdbs), "strict never picks a violating set"
+    elif best:
+        assert strict_status.code == Code.UNSCHEDULABLE and "pdbPolicy: Strict" in strict_status.message
