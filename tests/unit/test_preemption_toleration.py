@@ -6,6 +6,7 @@ SelectVictimsOnNode, its PostFilter, its configuration and the column dry run ha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from test_preemption import SMALL_NODE, all_unschedulable, snapshot_of, victim_names
@@ -20,7 +21,8 @@ from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import ClusterView
 from podsched.framework.status import Code
 from podsched.plugins.preemption_toleration import PreemptionToleration
-from podsched.plugins.registry import build_algorithm, build_framework
+from podsched.plugins.registry import build_algorithm, build_framework, victim_policy_of
+from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.toleration import (
     MINIMUM_PREEMPTABLE_PRIORITY,
     TOLERATION_SECONDS,
@@ -29,7 +31,13 @@ from podsched.preemption.toleration import (
     judge,
     toleration_policy,
 )
-from podsched.preemption.victims import TOLERATED_MESSAGE, VictimLookupError, VictimPolicy, select_victims_on_node
+from podsched.preemption.victims import (
+    TOLERATED_MESSAGE,
+    NodeVictims,
+    VictimLookupError,
+    VictimPolicy,
+    select_victims_on_node,
+)
 from podsched.queue.nominator import Nominator
 
 CLASS = "dummy"  # upstream's testPriorityClassName
@@ -384,3 +392,36 @@ def test_the_column_dry_run_hands_preemption_toleration_to_the_per_node_path_and
         vectorized[name] = executor.vectorized_runs
     assert decisions["default"] == decisions["toleration"], "nothing tolerates here: the same decision"
     assert vectorized == {"default": 1, "toleration": 0}
+
+
+def test_the_sharded_dry_run_and_a_worker_process_select_victims_as_the_plugin_does() -> None:
+    """The preemption service's workers run SelectVictimsOnNode with victim_policy_of(their framework):
+    sharded over three of them, the answer is the sequential one."""
+    pods = [running(f"guarded-{i}", GUARDED, "2", f"n{i}") for i in range(6)]
+    pods += [running(f"plain-{i}", PLAIN, "2", f"n{i}") for i in range(0, 6, 2)]
+    snapshot = snapshot_of([make_node(f"n{i}").capacity(**SMALL_NODE).obj() for i in range(6)], pods)
+    pod = make_pod("p").priority(999).req(cpu="2").obj()
+    config = parse_scheduler_config(TOLERATION_PROFILE)
+    worker_framework = build_framework(config, Nominator(), priority_classes=CLASSES)
+    assert isinstance(victim_policy_of(worker_framework, NOW).exempted, ExemptionCheck)
+
+    def run_shards(shards: Any, wanted: int, policy: VictimPolicy) -> list[list[NodeVictims]]:
+        worker_policy = victim_policy_of(worker_framework, NOW)  # what a worker process rebuilds
+        state = CycleState()
+        worker_framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+        return [run_shard(worker_framework, state, pod, shard, [], NOW, wanted, worker_policy) for shard in shards]
+
+    answers = []
+    for executor in (None, sharded_dry_run(run_shards, 3)):
+        framework = build_framework(config, Nominator(), executor=executor, priority_classes=CLASSES)
+        plugin = framework.post_filter_plugins[0]
+        state = CycleState()
+        framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
+        view = ClusterView(snapshot, [], None, NOW)
+        result, status = plugin.post_filter(state, pod, all_unschedulable(snapshot), view)
+        assert status.is_success and result is not None
+        answers.append(
+            (result.nominated_node_name, victim_names(result.victims), [c.node_name for c in result.candidates])
+        )
+    assert answers[0] == answers[1]
+    assert answers[0][1] == ["plain-0"], "only unprotected pods are victims"

@@ -12,12 +12,12 @@ from test_preemption import NOW, SMALL_NODE, all_unschedulable, snapshot_of, vic
 
 from builders import HIGH_PRIORITY, LOW_PRIORITY, MID_PRIORITY, make_node, make_pdb, make_pod
 from podsched.api.types import Pod, PodDisruptionBudget
-from podsched.config.scheduler_config import SchedulerConfig
+from podsched.config.scheduler_config import SchedulerConfig, parse_scheduler_config
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import ClusterView
 from podsched.framework.status import Code
 from podsched.plugins.default_preemption import DefaultPreemption
-from podsched.plugins.registry import build_framework
+from podsched.plugins.registry import build_framework, victim_policy_of
 from podsched.preemption.evaluator import DefaultPreemptionArgs
 from podsched.preemption.pdb import pdbs_violated_by
 from podsched.preemption.pdb_policy import strict_pdb_reason
@@ -242,3 +242,11 @@ def test_strict_candidates_are_exactly_the_best_effort_candidates_that_violate_n
         assert not pdbs_violated_by(strict_result.victims, pdbs), "strict never picks a violating set"
     elif best:
         assert strict_status.code == Code.UNSCHEDULABLE and "pdbPolicy: Strict" in strict_status.message
+
+
+def test_a_preemption_worker_rebuilds_the_strict_policy_from_its_own_profile() -> None:
+    strict = parse_scheduler_config(
+        "profiles:\n- pluginConfig:\n  - name: DefaultPreemption\n    args: {pdbPolicy: Strict}\n"
+    )
+    assert victim_policy_of(build_framework(strict, None), NOW).strict_pdbs
+    assert victim_policy_of(build_framework(SchedulerConfig(), None), NOW).is_default
