@@ -413,7 +413,7 @@ def test_the_sharded_dry_run_and_a_worker_process_select_victims_as_the_plugin_d
 
     answers = []
     for executor in (None, sharded_dry_run(run_shards, 3)):
-        framework = build_framework(config, Nominator(), executor=executor, priority_classes=CLASSES)
+        framework = build_framework(config, Nominator(), lambda n: 0, executor, priority_classes=CLASSES)
         plugin = framework.post_filter_plugins[0]
         state = CycleState()
         framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
