@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 comma := ,
-.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install run up down status simulate bench-core bench bench-ab bench-upstream certs clean test-upstream
+.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install browser-install run up down status simulate bench-core bench bench-ab bench-upstream certs clean test-upstream
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -14,10 +14,11 @@ GENERATE_PROTOS = rm -rf $(PROTO_OUT) && \
 	find $(PROTO_OUT) -type d -exec touch {}/__init__.py \; && touch $(PROTO_OUT)/.generated
 
 help:
-	@echo "make run        - set up and start the whole system (Kafka, Jaeger, 4 services), run the example, print its trace, serve until Ctrl-C"
+	@echo "make run        - set up and start the whole system (Kafka, Jaeger, 4 services, the dashboard on http://127.0.0.1:8080), run the example, print its trace, serve until Ctrl-C"
 	@echo "make up / down  - start / stop the whole system in the background (state kept in .cache/devstack)"
 	@echo "make jaeger-install - build Jaeger v2 from the Go module proxy into ~/.cache/podsched (needs Go 1.24+; ~10 min, once)"
 	@echo "make simulate   - the example in one process on a simulated clock (podsched simulate)"
+	@echo "make browser-install - Debian's chromium for the dashboard's browser tests (apt-get; skipped if $(CHROMIUM) exists)"
 	@echo "make test       - lint, then the whole test suite against a real Kafka broker, a real Jaeger and the real upstream kube-scheduler"
 	@echo "make test-upstream N=1000 - podsched simulate against the real kube-scheduler v1.37.2 on N random clusters (tests/oracle)"
 	@echo "make oracle-install - build the upstream kube-scheduler oracle from the Go module proxy into ~/.cache/podsched (~7 min, once)"
@@ -58,7 +59,15 @@ jaeger-install: $(STAMP)
 oracle-install: $(STAMP)
 	$(PY) -m podsched_devstack.upstream install
 
-test: lint protos kafka-install jaeger-install oracle-install
+# The dashboard's tests drive a real browser: Debian's chromium (playwright is pointed at it; no browser
+# download). Skipped when it is there; otherwise apt-get (as root, else through sudo).
+CHROMIUM ?= /usr/bin/chromium
+browser-install:
+	@if [ -x $(CHROMIUM) ]; then echo "chromium: $(CHROMIUM)"; else \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update && $$SUDO apt-get install -y chromium; fi
+
+test: lint protos kafka-install jaeger-install oracle-install browser-install
 	$(PY) -m pytest -q
 
 test-unit: $(STAMP) protos

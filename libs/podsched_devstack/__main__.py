@@ -1,9 +1,10 @@
 """`python -m podsched_devstack up|down|status|run`: the whole system on this machine.
 
 up      Kafka (installed from Maven Central on first use), Jaeger (built from the Go module proxy on
-        first use; loopback, in-memory) and the four services, in the background, the services exporting
-        traces to Jaeger; state persists across `down`/`up` in .cache/devstack (the default topics).
-down    stop the services (SIGTERM: drain, commit, flush), Kafka and Jaeger.
+        first use; loopback, in-memory), the four services and the dashboard (http://127.0.0.1:8080), in
+        the background, the services exporting traces to Jaeger; state persists across `down`/`up` in
+        .cache/devstack (the default topics).
+down    stop the dashboard, the services (SIGTERM: drain, commit, flush), Kafka and Jaeger.
 status  what is running.
 run     up, then the High/Mid/Low example with a preemption on fresh topics, printed as the CLI
         prints it, then the preemptor's trace from Jaeger; serves until Ctrl-C, then down.
@@ -23,6 +24,7 @@ from pathlib import Path
 from podsched_service.config import env_name
 
 from . import jaeger as jaeger_api
+from .dashboard import DashboardProcess
 from .jaeger import Jaeger, cli_jaeger, ensure_jaeger_installed
 from .kafka import CLI_DEFAULT_PORT, KafkaBroker, ensure_kafka_installed
 from .kafka import default_data_dir as kafka_data_dir
@@ -55,8 +57,17 @@ def _running_pids() -> dict[str, int]:
     return pids
 
 
-def up(workers: int, topic_prefix: str = "") -> ServiceStack:
-    if _running_pids():
+def _dashboard_pid() -> int | None:
+    path = _run_dir() / "dashboard.pid"
+    if path.is_file():
+        pid = int(path.read_text())
+        if process_cmdline(pid) is not None:
+            return pid
+    return None
+
+
+def up(workers: int, topic_prefix: str = "") -> tuple[ServiceStack, DashboardProcess]:
+    if _running_pids() or _dashboard_pid():
         raise DevstackError("podsched is already up (python -m podsched_devstack down first)")
     began = time.monotonic()
     ensure_kafka_installed()
@@ -74,6 +85,12 @@ def up(workers: int, topic_prefix: str = "") -> ServiceStack:
     )
     stack = ServiceStack(settings)
     stack.start()
+    dashboard = DashboardProcess(_run_dir(), stack.server, jaeger_url=tracing.query_url)
+    try:
+        dashboard.start()
+    except DevstackError:
+        stack.stop()
+        raise
     addresses = stack.settings.addresses
     metrics = ", ".join(f"{name} {stack.metrics_url(name)}" for name in SERVICES if stack.metrics_url(name))
     print(
@@ -83,13 +100,19 @@ def up(workers: int, topic_prefix: str = "") -> ServiceStack:
         f"{topic_prefix}podsched.objects.v1 and {topic_prefix}podsched.events.v1; logs in {_run_dir()}\n"
         f"Jaeger {tracing.query_url} (traces: {tracing.query_url}/api/traces?service=podsched-queue; "
         f"OTLP {tracing.otlp_endpoint})\n"
-        f"Prometheus metrics: {metrics}",
+        f"Prometheus metrics: {metrics}\n"
+        f"Dashboard: {dashboard.url}",
         flush=True,
     )
-    return stack
+    return stack, dashboard
 
 
 def down() -> None:
+    dashboard = _dashboard_pid()
+    if dashboard is not None:
+        stop_pid(dashboard, timeout=10)
+        print(f"stopped dashboard (pid {dashboard})")
+    (_run_dir() / "dashboard.pid").unlink(missing_ok=True)
     pids = _running_pids()
     for name in reversed(SERVICES):  # readers first, the binder (the writer) last
         pid = pids.get(name)
@@ -117,6 +140,8 @@ def status() -> int:
     tracing = _jaeger()
     tracing_up = tracing.pid is not None and tracing.is_ready()
     print(f"jaeger: {f'up {tracing.query_url} (OTLP {tracing.otlp_endpoint})' if tracing_up else 'down'}")
+    dashboard = _dashboard_pid()
+    print(f"dashboard: {'up http://127.0.0.1:8080, pid ' + str(dashboard) if dashboard else 'down'}")
     defaults = StackSettings("", _run_dir())  # `up` runs the services on the default metrics ports
     for name in SERVICES:
         if name in pids:
@@ -227,18 +252,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             return status()
         # run: fresh topics, so the example starts from an empty cluster every time
         began = time.time()
-        stack = up(args.workers, f"run-{int(began)}.")
+        stack, dashboard = up(args.workers, f"run-{int(began)}.")
         # The example's `podsched` calls trace themselves too, so each pod's trace starts at the client.
         os.environ[env_name("otlp_endpoint")] = stack.settings.otlp_endpoint
         try:
+            print(f"\nThe dashboard shows it live: {dashboard.url}", flush=True)
             run_example(stack.server)
             print_preemption_trace(_jaeger().query_url, since=began)
             print(
-                f"\npodsched is serving at {stack.server}. Try `podsched get pods -o wide` or "
-                "`podsched events --watch` in another terminal. Ctrl-C stops everything.",
+                f"\npodsched is serving at {stack.server}, its dashboard at {dashboard.url}. Try "
+                "`podsched get pods -o wide` or `podsched events --watch` in another terminal. "
+                "Ctrl-C stops everything.",
                 flush=True,
             )
-            while all(p.poll() is None for p in stack.processes.values()):
+            processes = [*stack.processes.values(), dashboard.process]
+            while all(p is not None and p.poll() is None for p in processes):
                 time.sleep(0.5)
             print("a service exited; see " + str(_run_dir()), file=sys.stderr)
             return 1
@@ -246,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("\nstopping...", flush=True)
             return 0
         finally:
+            dashboard.stop()
             stack.stop()
             for name in SERVICES:
                 (_run_dir() / f"{name}.pid").unlink(missing_ok=True)

@@ -1,0 +1,152 @@
+"""The dashboard's calls to the public API, and the Watch that keeps its mirror current.
+
+The dashboard is a client like the CLI: the same connection settings (server, kubeconfig,
+token, certificates; `podsched_cli.kubeconfig`), the same calls (Get, ListEvents, Watch, and
+Apply with dry_run for the what-if), the same error lines (kubectl's, from the server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from podsched_cli.kubeconfig import ENV_SERVER, Connection, Flags, resolve
+from podsched_cli.output import event_to_dict, rpc_error_message
+from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
+from podsched_proto.events.v1 import events_pb2
+from podsched_service.config import DEFAULT_QUEUE_ADDRESS
+
+from .config import DashboardConfig
+from .mirror import ClusterMirror
+
+log = logging.getLogger(__name__)
+
+_CHANGE_TYPES = {
+    events_pb2.ObjectChange.ADDED: "ADDED",
+    events_pb2.ObjectChange.MODIFIED: "MODIFIED",
+    events_pb2.ObjectChange.DELETED: "DELETED",
+}
+RETRY_SECONDS = 1.0
+
+
+class ApiFailure(Exception):
+    """A call failed; `str()` is the line kubectl would print."""
+
+
+def connection_of(config: DashboardConfig) -> Connection:
+    """The CLI's resolution of server and credentials, from the dashboard's settings: PODSCHED_SERVER
+    is the CLI's variable, so the kubeconfig's server wins over it exactly as for the CLI."""
+    flags = Flags(
+        kubeconfig=config.kubeconfig or None,
+        context=config.context or None,
+        token=config.token or None,
+        certificate_authority=config.certificate_authority or None,
+        client_certificate=config.client_certificate or None,
+        client_key=config.client_key or None,
+    )
+    return resolve(flags, {ENV_SERVER: config.server}, DEFAULT_QUEUE_ADDRESS)
+
+
+class ApiClient:
+    """One grpc.aio channel to the public API."""
+
+    def __init__(self, connection: Connection, timeout: float) -> None:
+        self.address = connection.address
+        self.timeout = timeout
+        self._metadata = (("authorization", f"Bearer {connection.token}"),) if connection.token else None
+        if connection.tls:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=connection.ca,
+                private_key=connection.client_key,
+                certificate_chain=connection.client_certificate,
+            )
+            options = [("grpc.ssl_target_name_override", connection.server_name)] if connection.server_name else []
+            self._channel = grpc.aio.secure_channel(connection.address, credentials, options=options)
+        else:
+            self._channel = grpc.aio.insecure_channel(connection.address)
+        self._stub = api_pb2_grpc.PodSchedStub(self._channel)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    def failure(self, error: grpc.aio.AioRpcError) -> ApiFailure:
+        return ApiFailure(rpc_error_message(error.code().name, error.details() or "", self.address, self.timeout))
+
+    async def get(self, resource: str, name: str = "", namespace: str = "") -> list[dict[str, Any]]:
+        request = api_pb2.GetRequest(resource=resource, name=name, namespace=namespace, all_namespaces=not namespace)
+        try:
+            response = await self._stub.Get(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.aio.AioRpcError as error:
+            raise self.failure(error) from None
+        return [json.loads(raw) for raw in response.objects_json]
+
+    async def events_of(self, uid: str) -> list[dict[str, Any]]:
+        request = api_pb2.ListEventsRequest(all_namespaces=True, involved_uid=uid)
+        try:
+            response = await self._stub.ListEvents(request, timeout=self.timeout, metadata=self._metadata)
+        except grpc.aio.AioRpcError as error:
+            raise self.failure(error) from None
+        return [event_to_dict(event) for event in response.events]
+
+    async def dry_run(self, document: dict[str, Any], source: str) -> api_pb2.ApplyResponse:
+        """`apply --dry-run=server` of one object: nothing is stored."""
+        request = api_pb2.ApplyRequest(object_json=json.dumps(document).encode(), dry_run=True, source=source)
+        try:
+            response: api_pb2.ApplyResponse = await self._stub.Apply(
+                request, timeout=self.timeout, metadata=self._metadata
+            )
+        except grpc.aio.AioRpcError as error:
+            raise self.failure(error) from None
+        return response
+
+    async def follow(self, mirror: ClusterMirror, changed: Callable[[], None]) -> None:
+        """Keep `mirror` current until cancelled: Watch from the mirror's resource version (from the
+        start after a reset, the API then sends the current state), the recorded events listed once
+        per (re)start so the timeline has the past preemptions. A version the log no longer holds
+        (OUT_OF_RANGE, "too old resource version") resets the mirror and relists, as a Kubernetes
+        informer does; any other failure is retried after a pause."""
+        while True:
+            since = mirror.resource_version
+            call = self._stub.Watch(
+                api_pb2.WatchRequest(include_events=True, since_resource_version=since), metadata=self._metadata
+            )
+            try:
+                if since == 0:
+                    mirror.reset()
+                # Listed after the Watch has started, so nothing recorded in between is missed; the
+                # mirror takes an event twice without harm.
+                listed = await self._stub.ListEvents(
+                    api_pb2.ListEventsRequest(all_namespaces=True), timeout=self.timeout, metadata=self._metadata
+                )
+                for event in listed.events:
+                    if event.reason == "Preempted":
+                        mirror.apply_event(event_to_dict(event))
+                changed()
+                async for item in call:
+                    if item.HasField("change"):
+                        change = item.change
+                        mirror.apply_change(
+                            _CHANGE_TYPES.get(change.type, "MODIFIED"),
+                            change.object.kind,
+                            json.loads(change.object_json),
+                            change.resource_version,
+                        )
+                    else:
+                        mirror.apply_event(event_to_dict(item.event))
+                    changed()
+            except grpc.aio.AioRpcError as error:
+                if error.code() == grpc.StatusCode.OUT_OF_RANGE:
+                    log.info("watch from %d is too old; relisting", since)
+                    mirror.resource_version = 0
+                    continue
+                log.warning("watch failed (%s); retrying: %s", error.code().name, error.details())
+            finally:
+                call.cancel()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.sleep(RETRY_SECONDS)
