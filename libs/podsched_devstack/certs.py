@@ -11,8 +11,11 @@ DIR receives:
                               service names and the Kubernetes Service names
     admin.crt, admin.key      a cluster admin's client certificate: CN admin, O system:masters
     alice.crt, alice.key      a tenant's client certificate: CN alice, O team-a
+    dashboard.crt, .key       the dashboard's client certificate: CN dashboard, a cluster viewer
     tokens.csv                bearer tokens (kube-apiserver's --token-auth-file format) for admin and alice
-    policy.yaml               the authorization policy: admin is a cluster admin, group team-a owns namespace team-a
+    policy.yaml               the authorization policy: admin is a cluster admin, group team-a owns namespace
+                              team-a, dashboard is a cluster viewer and may create pods in default (the
+                              what-if's dry runs are authorized as the create they simulate, as upstream)
     kubeconfig                contexts "admin" (current) and "alice" (namespace team-a) for the CLI
 """
 
@@ -35,6 +38,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 SERVICE_GROUP = "system:podsched-services"
 ADMIN_USER, ADMIN_GROUP = "admin", "system:masters"
 TENANT_USER, TENANT_GROUP, TENANT_NAMESPACE = "alice", "team-a", "team-a"
+# The dashboard's identity (docker-compose.yml mounts its certificate): it reads everything.
+DASHBOARD_USER, DASHBOARD_WHATIF_NAMESPACE = "dashboard", "default"
 DEFAULT_SERVER = "https://127.0.0.1:50051"
 SERVICE_HOSTS = (
     "localhost",
@@ -148,6 +153,7 @@ def generate(directory: Path, *, server: str = DEFAULT_SERVER, extra_hosts: Sequ
         ),
         ADMIN_USER: (_name(ADMIN_USER, [ADMIN_GROUP]), [ExtendedKeyUsageOID.CLIENT_AUTH], []),
         TENANT_USER: (_name(TENANT_USER, [TENANT_GROUP]), [ExtendedKeyUsageOID.CLIENT_AUTH], []),
+        DASHBOARD_USER: (_name(DASHBOARD_USER, []), [ExtendedKeyUsageOID.CLIENT_AUTH], []),
     }
     for file_name, (subject, usages, hosts) in leaves.items():
         key = _key()
@@ -170,7 +176,11 @@ def generate(directory: Path, *, server: str = DEFAULT_SERVER, extra_hosts: Sequ
         "apiVersion": "podsched.io/v1",
         "kind": "AuthorizationPolicy",
         "clusterAdmins": {"users": [ADMIN_USER], "groups": [ADMIN_GROUP]},
-        "tenants": [{"name": TENANT_GROUP, "namespaces": [TENANT_NAMESPACE], "groups": [TENANT_GROUP]}],
+        "clusterViewers": {"users": [DASHBOARD_USER]},
+        "tenants": [
+            {"name": TENANT_GROUP, "namespaces": [TENANT_NAMESPACE], "groups": [TENANT_GROUP]},
+            {"name": "dashboard-what-if", "namespaces": [DASHBOARD_WHATIF_NAMESPACE], "users": [DASHBOARD_USER]},
+        ],
     }
     _write(directory / "policy.yaml", yaml.safe_dump(policy, sort_keys=False).encode(), 0o644)
     _write(directory / "kubeconfig", yaml.safe_dump(kubeconfig(server), sort_keys=False).encode(), 0o644)

@@ -8,6 +8,8 @@ Policy file (YAML):
     clusterAdmins:            # may do anything: nodes, priorityclasses, every namespace
       users: [admin]
       groups: [platform-team]
+    clusterViewers:           # may get, list and watch everything (the dashboard, on-call)
+      users: [dashboard]
     tenants:                  # may work in their namespaces only
     - namespaces: [team-a]
       users: [alice]
@@ -16,7 +18,9 @@ Policy file (YAML):
 The group `system:masters` is always a cluster admin (as upstream, where it bypasses RBAC). A
 tenant may create, get, list, watch and delete pods and poddisruptionbudgets, and get, list and
 watch resourcequotas and events, in its namespaces; nothing at the cluster scope (no nodes, no
-priorityclasses, no list or watch across all namespaces). Everything else is denied.
+priorityclasses, no list or watch across all namespaces). A cluster viewer may get, list and watch
+every kind and the events, in every namespace and at the cluster scope, and change nothing (as
+Kubernetes' `view` role, over all of podsched's kinds). Everything else is denied.
 
 Attributes follow kube-apiserver's: a verb (get, list, watch, create, patch, delete), a resource
 (lower-case plural) and its API group, a namespace ("" at the cluster scope) and a name ("" for
@@ -99,6 +103,7 @@ class Policy:
     admins: Subjects = Subjects()
     tenants: tuple[Tenant, ...] = ()
     always_allow: bool = False
+    viewers: Subjects = Subjects()
 
     @staticmethod
     def allow_all() -> Policy:
@@ -114,6 +119,10 @@ class Policy:
         matched = self.admins.match(user)
         if matched:
             return Decision(True, f"cluster admin ({matched})")
+        if attributes.verb in READ_VERBS:
+            matched = self.viewers.match(user)
+            if matched:
+                return Decision(True, f"cluster viewer ({matched})")
         verbs = TENANT_RULES.get((attributes.api_group, attributes.resource), frozenset())
         if attributes.namespace and attributes.verb in verbs:
             for tenant in self.tenants:
@@ -140,12 +149,13 @@ def parse_policy(text: str, source: str) -> Policy:
         raise PolicyError(f"policy file '{source}': not YAML: {error}") from None
     if not isinstance(document, dict):
         raise PolicyError(f"policy file '{source}': expected a mapping with clusterAdmins and tenants")
-    _no_unknown_keys(document, {"apiVersion", "kind", "clusterAdmins", "tenants"}, source, "")
+    _no_unknown_keys(document, {"apiVersion", "kind", "clusterAdmins", "clusterViewers", "tenants"}, source, "")
     if document.get("apiVersion", POLICY_API_VERSION) != POLICY_API_VERSION:
         raise PolicyError(f"policy file '{source}': apiVersion must be {POLICY_API_VERSION}")
     if document.get("kind", POLICY_KIND) != POLICY_KIND:
         raise PolicyError(f"policy file '{source}': kind must be {POLICY_KIND}")
     admins = _subjects(document.get("clusterAdmins") or {}, source, "clusterAdmins")
+    viewers = _subjects(document.get("clusterViewers") or {}, source, "clusterViewers")
     raw_tenants = document.get("tenants") or []
     if not isinstance(raw_tenants, list):
         raise PolicyError(f"policy file '{source}': tenants must be a list")
@@ -162,7 +172,7 @@ def parse_policy(text: str, source: str) -> Policy:
         if not subjects.users and not subjects.groups:
             raise PolicyError(f"policy file '{source}': {path}: needs users or groups")
         tenants.append(Tenant(frozenset(namespaces), subjects))
-    return Policy(admins, tuple(tenants))
+    return Policy(admins, tuple(tenants), viewers=viewers)
 
 
 def load_policy(path: str) -> Policy:

@@ -45,6 +45,7 @@ ADMIN = Identity("admin", (AUTHENTICATED_GROUP,))
 PLATFORM = Identity("carol", ("platform", AUTHENTICATED_GROUP))
 MASTER = Identity("root", ("system:masters", AUTHENTICATED_GROUP))
 NOBODY = Identity("mallory", (AUTHENTICATED_GROUP,))
+VIEWER = Identity("dashboard", ("viewers", AUTHENTICATED_GROUP))
 
 POLICY_TEXT = """
 apiVersion: podsched.io/v1
@@ -52,6 +53,8 @@ kind: AuthorizationPolicy
 clusterAdmins:
   users: [admin]
   groups: [platform]
+clusterViewers:
+  groups: [viewers]
 tenants:
 - name: team-a
   namespaces: [team-a, team-a-ci]
@@ -221,6 +224,19 @@ TENANT_VERBS = ["create", "get", "list", "watch", "delete"]
         ("a tenant may not create PriorityClasses", attrs(ALICE, "create", PRIORITY_CLASS), False),
         ("a tenant may not read nodes", attrs(ALICE, "get", NODE, name="n1"), False),
         ("a tenant may not list nodes", attrs(ALICE, "list", NODE), False),
+        # A cluster viewer (the dashboard): every read, everywhere; no write, not even where a tenant may.
+        *[
+            (f"a viewer may {verb} {kind.plural} at the cluster scope", attrs(VIEWER, verb, kind, ""), True)
+            for verb in ("get", "list", "watch")
+            for kind in (POD, NODE, PRIORITY_CLASS, PDB)
+        ],
+        ("a viewer may watch events everywhere", attrs(VIEWER, "watch", "events", ""), True),
+        ("a viewer may list events of a namespace", attrs(VIEWER, "list", "events", "team-a"), True),
+        *[
+            (f"a viewer may not {verb} pods", attrs(VIEWER, verb, POD, "team-a", "p"), False)
+            for verb in ("create", "patch", "delete")
+        ],
+        ("a viewer may not create a node", attrs(VIEWER, "create", NODE), False),
         ("someone in no rule may do nothing", attrs(NOBODY, "get", POD, "default", "p"), False),
         ("being authenticated is not a tenancy", attrs(NOBODY, "list", POD, "team-a"), False),
     ],
@@ -248,6 +264,7 @@ def test_the_reason_names_the_rule() -> None:
     assert POLICY.authorize(attrs(ADMIN, "create", NODE)).reason == 'cluster admin (user "admin")'
     assert POLICY.authorize(attrs(MASTER, "create", NODE)).reason == 'cluster admin (group "system:masters")'
     assert POLICY.authorize(attrs(ALICE, "create", NODE)).reason == ""
+    assert POLICY.authorize(attrs(VIEWER, "list", NODE)).reason == 'cluster viewer (group "viewers")'
 
 
 def test_without_a_policy_every_authenticated_caller_may_do_anything() -> None:

@@ -18,6 +18,7 @@ import yaml
 
 from podsched.config.scheduler_config import parse_scheduler_config
 from podsched_binder.config import BinderConfig
+from podsched_dashboard.config import DashboardConfig
 from podsched_filter.config import FilterConfig
 from podsched_preemption.config import PreemptionConfig
 from podsched_queue.config import QueueConfig
@@ -300,6 +301,63 @@ def test_jaeger_v2_with_ui_and_otlp(services: dict[str, dict[str, Any]]) -> None
     jaeger = services["jaeger"]
     assert re.fullmatch(r"jaegertracing/jaeger:2(\.\d+)*", jaeger["image"])
     assert {16686, 4317} <= set(published_ports(jaeger))
+
+
+def test_the_dashboard_reads_the_api_over_mutual_tls_as_its_own_user(services: dict[str, dict[str, Any]]) -> None:
+    dashboard = services["dashboard"]
+    assert dashboard["command"] == ["podsched_dashboard"] and dashboard["build"] == services["queue"]["build"]
+    env = compose_env(dashboard)
+    fields = set(env_names(DashboardConfig).values())
+    assert set(env) <= fields, f"not DashboardConfig fields: {set(env) - fields}"
+    host, port = split_address(env["PODSCHED_SERVER"].removeprefix("https://"))
+    assert env["PODSCHED_SERVER"].startswith("https://") and (host, port) == ("queue", PORTS["podsched_queue"])
+    assert env["PODSCHED_CLIENT_CERTIFICATE"].endswith("/dashboard.crt")
+    assert split_address(env["PODSCHED_LISTEN_ADDRESS"]) == ("0.0.0.0", 8080) and published_ports(dashboard) == [8080]
+    assert depends_on(dashboard).get("queue") == "service_healthy"
+
+
+def test_prometheus_scrapes_every_service_and_grafana_shows_the_dashboard(services: dict[str, dict[str, Any]]) -> None:
+    config = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.yml").read_text(encoding="utf-8"))
+    scraped = {}
+    for job in config["scrape_configs"]:
+        for static in job.get("static_configs", []):
+            for target in static["targets"]:
+                scraped[job["job_name"]] = split_address(target)
+        for dns in job.get("dns_sd_configs", []):
+            scraped[job["job_name"]] = (dns["names"][0], dns["port"])
+    modules = app_services(services)
+    assert scraped == {
+        name: (name, split_address(compose_env(services[name])[METRICS])[1]) for name in modules
+    }, "every service's metrics port, by its compose name"
+    mounts = " ".join(services["grafana"]["volumes"])
+    assert "./deploy/grafana/provisioning:" in mounts and "./deploy/grafana/podsched.json:" in mounts
+    datasource = yaml.safe_load(
+        (ROOT / "deploy" / "grafana" / "provisioning" / "datasources" / "prometheus.yml").read_text(encoding="utf-8")
+    )["datasources"][0]
+    assert datasource["url"] == "http://prometheus:9090" and "prometheus" in services
+
+
+def test_the_grafana_dashboard_queries_only_metrics_the_services_export() -> None:
+    import json
+
+    dashboard = json.loads((ROOT / "deploy" / "grafana" / "podsched.json").read_text(encoding="utf-8"))
+    declared = set()
+    sources = [*ROOT.joinpath("services").rglob("*.py"), *ROOT.joinpath("libs", "podsched_service").rglob("*.py")]
+    for source in sources:
+        names = re.findall(r"(?:Counter|Gauge|Histogram)\(\s*\"([a-z_:]+)\"", source.read_text(encoding="utf-8"))
+        declared |= {name.removesuffix("_total") for name in names}
+    queried = set()
+    for panel in dashboard["panels"]:
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"]["uid"] == "prometheus"
+            expression = re.sub(r"by \([^)]*\)", "", target["expr"])  # label names are not metrics
+            for name in re.findall(r"\b((?:scheduler|podsched|grpc)_[a-z_]+)", expression):
+                queried.add(re.sub(r"_(total|bucket|sum|count)$", "", name))
+    assert queried and queried <= declared, f"not exported by any service: {queried - declared}"
+    titles = " ".join(panel["title"].lower() for panel in dashboard["panels"])
+    for subject in ("scheduling rate", "by result", "victims", "pending pods", "latency"):
+        assert subject in titles
 
 
 # ------------------------------------------------------------------------------------------------ Dockerfile
