@@ -520,16 +520,39 @@ def test_kubernetes_pods_run_as_non_root(manifests: list[dict[str, Any]]) -> Non
 # ------------------------------------------------------------------------------------------------ README
 
 
+def readme_rows(header: str) -> list[list[str]]:
+    """The rows of the deploy/README.md table whose header line starts with `header`, as cells."""
+    rows: list[list[str]] = []
+    inside = False
+    for line in DEPLOY_README.read_text(encoding="utf-8").splitlines():
+        if line.startswith(header):
+            inside = True
+        elif inside and not line.startswith("|"):
+            break
+        elif inside and not line.startswith("|---"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    assert rows, f"no table {header!r} in {DEPLOY_README}"
+    return rows
+
+
 def readme_table() -> dict[str, set[str]]:
     """`| `PODSCHED_X` | services | ...` rows of deploy/README.md: variable -> services it applies to."""
     rows = {}
-    for line in DEPLOY_README.read_text(encoding="utf-8").splitlines():
-        match = re.match(r"\|\s*`(PODSCHED_\w+)`\s*\|([^|]*)\|", line)
+    for cells in readme_rows("| variable | services |"):
+        match = re.fullmatch(r"`(PODSCHED_\w+)`", cells[0])
         if match:
-            cell = match.group(2).strip()
+            cell = cells[1]
             names = set(CONFIGS) if cell == "all" else {f"podsched_{word}" for word in re.findall(r"\w+", cell)}
             rows[match.group(1)] = names
     return rows
+
+
+def test_readme_documents_the_dashboards_variables_with_their_defaults() -> None:
+    rows = {cells[0].strip("`"): cells[1] for cells in readme_rows("| dashboard variable |")}
+    fields = {env_names(DashboardConfig)[f.name]: f.default for f in dataclasses.fields(DashboardConfig)}
+    assert set(rows) == set(fields)
+    for name, default in fields.items():
+        assert rows[name] == ('`""`' if default == "" else f"`{default}`"), name
 
 
 def test_readme_documents_every_variable_for_the_right_services() -> None:
@@ -549,7 +572,7 @@ def test_readme_defaults_match_the_dataclasses() -> None:
             if field.name == "workers":  # os.cpu_count(): machine-dependent
                 continue
             name = env_names(config)[field.name]
-            row = re.search(rf"^\|\s*`{name}`\s*\|[^|]*\|([^|]*)\|", text, re.MULTILINE)
+            row = re.search(rf"^\|\s*`{name}`\s*\|(?:all|[a-z, ]+)\|([^|]*)\|", text, re.MULTILINE)
             assert row is not None, name
             defaults = ["" if value == '""' else value for value in re.findall(r"`([^`]*)`", row.group(1))]
             assert str(field.default) in defaults, f"{name}: default {field.default!r} not in {defaults}"

@@ -431,3 +431,42 @@ def test_the_trace_link_chooses_the_trace_with_the_nominating_attempt_not_the_dr
     assert traces.choose_trace([dry_run, other_pod, real], "default", "xyz-0") == "real"
     assert traces.choose_trace([dry_run], "default", "xyz-0") is None
     assert traces.trace_url("http://127.0.0.1:16686/", "real") == "http://127.0.0.1:16686/trace/real"
+
+
+# --- scale ------------------------------------------------------------------------------------------
+
+
+def test_at_5000_nodes_and_30000_pods_the_browser_gets_one_page_not_the_cluster() -> None:
+    import json
+    import time
+
+    cluster = Cluster().classes()
+    cluster.add(*(node(f"node-{i:04d}", cpu="32", labels={"zone": f"z{i % 3}"}) for i in range(5000)))
+    cluster.add(
+        *(
+            pod(
+                f"p{i}",
+                (LOW, MID, HIGH)[i % 3],
+                node_name=f"node-{i % 5000:04d}" if i < 25_000 else "",
+                reason="" if i < 25_000 else "0/5000 nodes are available: 5000 Insufficient cpu.",
+            )
+            for i in range(30_000)
+        )
+    )
+    answers = {
+        "summary": lambda: views.cluster_totals(cluster.mirror),
+        "nodes": lambda: views.nodes_page(cluster.mirror, page=7, page_size=50),
+        "nodes searched": lambda: views.nodes_page(cluster.mirror, query="zone=z1", page_size=50),
+        "queue": lambda: views.queue_page(cluster.mirror, T0, page=3, page_size=50),
+    }
+    for what, answer in answers.items():
+        began = time.perf_counter()
+        body = answer()
+        seconds = time.perf_counter() - began
+        size = len(json.dumps(body))
+        print(f"{what}: {size / 1024:.0f} KiB in {seconds * 1000:.0f} ms")
+        assert size < 200 * 1024, f"{what}: {size} bytes is not one page"
+        assert seconds < 2.0, f"{what}: {seconds:.2f} s"
+    assert views.cluster_totals(cluster.mirror)["pending"] == 5000
+    assert len(views.nodes_page(cluster.mirror, page_size=50)["nodes"]) == 50
+    assert views.queue_page(cluster.mirror, T0, page_size=50)["pages"] == 100
