@@ -10,7 +10,7 @@ import uvicorn
 from podsched_cli.errors import UsageError
 from podsched_service.config import load_config
 
-from .api_client import ApiClient, connection_of
+from .api_client import connection_of
 from .app import Dashboard, build_app
 from .config import DashboardConfig
 
@@ -25,7 +25,7 @@ def main() -> int:
         print(f"error: {error}", file=sys.stderr)
         return 1
     host, _, port = config.listen_address.rpartition(":")
-    dashboard = Dashboard(config, ApiClient(connection, config.request_timeout_seconds))
+    dashboard = Dashboard(config, connection)
     logging.getLogger(__name__).info(
         "dashboard on http://%s for the API at %s%s",
         config.listen_address,

@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -35,6 +36,7 @@ from starlette.templating import Jinja2Templates
 
 from podsched.api.documents import load_documents
 from podsched.api.errors import ApiError
+from podsched_cli.kubeconfig import Connection
 from podsched_cli.output import describe_node, describe_pod
 from podsched_cli.resources import client_side_error
 
@@ -54,9 +56,10 @@ MAX_WHATIF_BYTES = 1 << 20
 class Dashboard:
     """The server's state: configuration, the API client, the mirror and its followers."""
 
-    def __init__(self, config: DashboardConfig, client: ApiClient) -> None:
+    def __init__(self, config: DashboardConfig, connection: Connection) -> None:
         self.config = config
-        self.client = client
+        self.connection = connection
+        self._client: ApiClient | None = None
         self.mirror = ClusterMirror(config.timeline_length)
         self.synced = False
         self._follower: asyncio.Task[None] | None = None
@@ -64,15 +67,34 @@ class Dashboard:
     def _on_change(self) -> None:
         self.synced = True
 
+    @property
+    def client(self) -> ApiClient:
+        assert self._client is not None, "the dashboard has not started"
+        return self._client
+
     async def start(self) -> None:
-        self._follower = asyncio.create_task(self.client.follow(self.mirror, self._on_change))
+        # The channel belongs to the server's event loop: made here, not before uvicorn starts it.
+        self._client = ApiClient(self.connection, self.config.request_timeout_seconds)
+        self._follower = asyncio.create_task(self._follow())
+
+    async def _follow(self) -> None:
+        try:
+            await self.client.follow(self.mirror, self._on_change)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            # Crash, never go on silently: a dead follower would leave the page frozen on an old cluster,
+            # and a restarted dashboard relists (it keeps nothing).
+            log.exception("following the API failed; the dashboard exits")
+            os._exit(1)
 
     async def stop(self) -> None:
         if self._follower is not None:
             self._follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._follower
-        await self.client.close()
+        if self._client is not None:
+            await self._client.close()
 
 
 def _int(request: Request, name: str, default: int) -> int:
@@ -93,7 +115,7 @@ def build_app(dashboard: Dashboard) -> Starlette:
 
     async def index(request: Request) -> Response:
         return templates.TemplateResponse(
-            request, "index.html", {"server": dashboard.client.address, "jaeger": bool(config.jaeger_url)}
+            request, "index.html", {"server": dashboard.connection.address, "jaeger": bool(config.jaeger_url)}
         )
 
     async def healthz(_: Request) -> Response:
@@ -101,7 +123,7 @@ def build_app(dashboard: Dashboard) -> Starlette:
 
     async def summary(_: Request) -> Response:
         body = views.cluster_totals(mirror)
-        body["server"] = dashboard.client.address
+        body["server"] = dashboard.connection.address
         body["versions"] = mirror.view_versions
         return JSONResponse(body)
 

@@ -11,6 +11,7 @@ numbered from the most important down, which the page turns into colours.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -111,9 +112,11 @@ def node_view(
     *,
     nominated: Sequence[PodEntry] = (),
     chips: int = CHIPS_PER_NODE,
+    incoming: PodEntry | None = None,
 ) -> dict[str, Any]:
     """One node card: a bar per resource (requested of allocatable, split by priority band, the
-    terminating pods' share apart), its pods most important first, cordon and taints."""
+    terminating pods' share apart), its pods most important first, cordon and taints. `incoming`
+    (a what-if's pod) is drawn as placed there, its share and its chip marked."""
     meta, spec = node.get("metadata") or {}, node.get("spec") or {}
     allocatable = node_allocatable(node)
     placed = sorted((p for p in pods if p.occupies_node), key=lambda p: (-p.priority, p.namespace, p.name))
@@ -129,7 +132,28 @@ def node_view(
             if amount:
                 rank = band_of(pod.priority, bands).rank
                 segments[(rank, pod.terminating)] = segments.get((rank, pod.terminating), 0) + amount
-        requested = sum(segments.values())
+        drawn = [
+            {
+                "rank": rank,
+                "terminating": terminating,
+                "incoming": False,
+                "amount": amount,
+                "percent": round(100 * amount / total, 2) if total else 0.0,
+            }
+            for (rank, terminating), amount in sorted(segments.items())
+        ]
+        added = 0 if incoming is None else (1 if resource == "pods" else incoming.requests.get(resource, 0))
+        if incoming is not None and added:
+            drawn.append(
+                {
+                    "rank": band_of(incoming.priority, bands).rank,
+                    "terminating": False,
+                    "incoming": True,
+                    "amount": added,
+                    "percent": round(100 * added / total, 2) if total else 0.0,
+                }
+            )
+        requested = sum(segments.values()) + added
         resources.append(
             {
                 "name": resource,
@@ -137,26 +161,19 @@ def node_view(
                 "requested": requested,
                 "label": f"{short_amount(resource, requested)} / {short_amount(resource, total)}",
                 "percent": round(100 * requested / total, 1) if total else (100.0 if requested else 0.0),
-                "segments": [
-                    {
-                        "rank": rank,
-                        "terminating": terminating,
-                        "amount": amount,
-                        "percent": round(100 * amount / total, 2) if total else 0.0,
-                    }
-                    for (rank, terminating), amount in sorted(segments.items())
-                ],
+                "segments": drawn,
             }
         )
+    chip_pods = placed if incoming is None else sorted([*placed, incoming], key=lambda p: (-p.priority, p.name))
     return {
         "name": str(meta.get("name") or ""),
         "unschedulable": bool(spec.get("unschedulable", False)),
         "taints": taint_texts(node),
-        "podCount": len(placed),
+        "podCount": len(chip_pods),
         "terminatingCount": sum(1 for p in placed if p.terminating),
         "resources": resources,
-        "pods": [pod_chip(p, bands) for p in placed[:chips]],
-        "morePods": max(0, len(placed) - chips),
+        "pods": [{**pod_chip(p, bands), "incoming": p is incoming} for p in chip_pods[:chips]],
+        "morePods": max(0, len(chip_pods) - chips),
         "nominated": [
             {"namespace": p.namespace, "name": p.name, "priority": p.priority}
             for p in sorted(nominated, key=lambda p: (-p.priority, p.name))
@@ -454,25 +471,22 @@ def policies(mirror: ClusterMirror, quotas: Sequence[Mapping[str, Any]]) -> dict
 
 
 def whatif_view(mirror: ClusterMirror, pod: Mapping[str, Any], outcome: Mapping[str, Any]) -> dict[str, Any]:
-    """The dry run's answer drawn on its node: the node card as it is, the pod's requests as a
-    would-be share, the pods it would preempt marked. Nothing in the mirror changes."""
+    """The dry run's answer drawn on its node, twice: as it is now, with the pods it would preempt
+    marked, and as it would be, without them and with the pod. Nothing in the mirror changes."""
     entry = PodEntry.of(dict(pod))
     node_name = str(outcome.get("nodeName") or outcome.get("nominatedNodeName") or "")
     victims = {(str(v.get("namespace") or "default"), str(v.get("name") or "")) for v in outcome.get("victims") or []}
     node = mirror.nodes.get(node_name)
-    card = None
+    now_card = after_card = None
     if node is not None:
         bands = priority_bands(mirror.priority_classes.values())
-        card = node_view(node, mirror.pods_on(node_name), bands, chips=10_000)
-        for chip in card["pods"]:
+        on_node = mirror.pods_on(node_name)
+        now_card = node_view(node, on_node, bands, chips=10_000)
+        for chip in now_card["pods"]:
             chip["wouldBePreempted"] = (chip["namespace"], chip["name"]) in victims
-        allocatable = node_allocatable(node)
-        for bar in card["resources"]:
-            amount = 1 if bar["name"] == "pods" else entry.requests.get(bar["name"], 0)
-            total = allocatable.get(bar["name"], 0)
-            bar["incoming"] = amount
-            bar["incomingPercent"] = round(100 * amount / total, 2) if total else 0.0
-        card["incoming"] = {"name": entry.name, "rank": band_of(entry.priority, bands).rank}
+        placed = dataclasses.replace(entry, node=node_name, phase="Running")
+        survivors = [p for p in on_node if p.key not in victims]
+        after_card = node_view(node, survivors, bands, chips=10_000, incoming=placed)
     return {
         "pod": f"{entry.namespace}/{entry.name}",
         "priority": entry.priority,
@@ -480,5 +494,6 @@ def whatif_view(mirror: ClusterMirror, pod: Mapping[str, Any], outcome: Mapping[
         "nominatedNodeName": str(outcome.get("nominatedNodeName") or ""),
         "victims": sorted(f"{ns}/{name}" for ns, name in victims),
         "message": str(outcome.get("message") or ""),
-        "node": card,
+        "node": now_card,
+        "after": after_card,
     }

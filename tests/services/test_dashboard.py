@@ -146,12 +146,17 @@ def test_a_what_if_draws_the_dry_run_answer_on_its_node_and_changes_nothing(live
     node = predicted.split("node ")[1].split(" ")[0]
     victims = predicted.split("after preempting ")[1].split(", ")
     expect(answer).to_contain_text(f"would be nominated to {node} after preempting {', '.join(victims)}")
-    card = answer.locator(f'article.node[data-node="{node}"]')
-    expect(card).to_be_visible()
-    marked = card.locator(".chip.would-be-preempted")
+    # Its node now, the victims marked; and after, without them and with the pod (2 CPUs for 2 x 1 CPU).
+    now = answer.locator(f'article.node[data-node="{node}"][data-when="now"]')
+    marked = now.locator(".chip.would-be-preempted")
     expect(marked).to_have_count(len(victims))
     assert sorted(marked.evaluate_all("chips => chips.map(c => c.dataset.pod)")) == sorted(victims)
-    expect(card.locator('.bar[data-resource="cpu"] .segment.incoming')).to_have_count(1)
+    after = answer.locator(f'article.node[data-node="{node}"][data-when="after"]')
+    expect(after.locator(".chip.incoming")).to_have_text("xyz-0")
+    expect(after.locator('.bar[data-resource="cpu"] .segment.incoming')).to_have_count(1)
+    expect(after.locator(".resource-label").first).to_have_text("4 / 4")
+    for victim in victims:
+        expect(after.locator(f'.chip[data-pod="{victim}"]')).to_have_count(0)
     assert live.pods() == before, "the what-if changed the cluster"
     assert_not_reloaded(page)
     page.screenshot(path=str(live.output / "whatif.png"), full_page=True)

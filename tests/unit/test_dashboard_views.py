@@ -380,23 +380,39 @@ def test_policies_list_classes_by_importance_with_their_pods_and_budgets_with_st
     ]
 
 
-def test_a_what_if_draws_the_pod_on_its_node_and_marks_the_victims_without_changing_the_mirror() -> None:
+def test_a_what_if_draws_its_node_now_and_after_without_changing_the_mirror() -> None:
     cluster = (
         Cluster()
         .classes()
-        .add(node("node-a"), pod("batch-2", LOW, node_name="node-a"), pod("web-0", MID, node_name="node-a"))
+        .add(
+            node("node-a"),
+            pod("batch-2", LOW, node_name="node-a"),
+            pod("batch-3", LOW, node_name="node-a"),
+            pod("web-0", MID, "2", node_name="node-a"),
+        )
     )
     version = cluster.mirror.version
     answer = views.whatif_view(
         cluster.mirror,
         pod("xyz-1", HIGH, "2"),
-        {"nominatedNodeName": "node-a", "victims": [{"namespace": "default", "name": "batch-2"}], "message": "m"},
+        {
+            "nominatedNodeName": "node-a",
+            "victims": [{"namespace": "default", "name": "batch-2"}, {"namespace": "default", "name": "batch-3"}],
+            "message": "0/1 nodes are available: 1 Insufficient cpu.",
+        },
     )
-    assert answer["nominatedNodeName"] == "node-a" and answer["victims"] == ["default/batch-2"]
-    card = answer["node"]
-    assert {c["name"]: c["wouldBePreempted"] for c in card["pods"]} == {"web-0": False, "batch-2": True}
-    cpu = next(r for r in card["resources"] if r["name"] == "cpu")
-    assert (cpu["incoming"], cpu["incomingPercent"]) == (2000, 50.0)
+    assert answer["nominatedNodeName"] == "node-a" and answer["victims"] == ["default/batch-2", "default/batch-3"]
+    now, after = answer["node"], answer["after"]
+    assert {c["name"]: c["wouldBePreempted"] for c in now["pods"]} == {"web-0": False, "batch-2": True, "batch-3": True}
+    assert [(c["name"], c["incoming"]) for c in after["pods"]] == [("xyz-1", True), ("web-0", False)]
+    cpu_now = next(r for r in now["resources"] if r["name"] == "cpu")
+    cpu_after = next(r for r in after["resources"] if r["name"] == "cpu")
+    assert cpu_now["label"] == "4 / 4" and not any(s["incoming"] for s in cpu_now["segments"])
+    assert cpu_after["label"] == "4 / 4"
+    assert [(s["rank"], s["incoming"], s["amount"]) for s in cpu_after["segments"]] == [
+        (1, False, 2000),
+        (0, True, 2000),
+    ]
     assert cluster.mirror.version == version and "xyz-1" not in {k[1] for k in cluster.mirror.pods}
 
 

@@ -107,7 +107,10 @@ function chip(pod, extra = "") {
   const terminating = pod.terminating
     ? ` <span class="countdown" data-deadline="${pod.graceDeadline}"></span>`
     : "";
-  const classes = [ "chip", rankClass(pod.rank), pod.terminating ? "terminating" : "", pod.wouldBePreempted ? "would-be-preempted" : "", extra ].join(" ");
+  const classes = [
+    "chip", rankClass(pod.rank), pod.terminating ? "terminating" : "", pod.wouldBePreempted ? "would-be-preempted" : "",
+    pod.incoming ? "incoming" : "", extra,
+  ].join(" ");
   return `<a class="${classes}" href="#pod/${encodeURIComponent(pod.namespace)}/${encodeURIComponent(pod.name)}"
     title="${esc(pod.namespace)}/${esc(pod.name)} priority ${pod.priority} (${esc(pod.band)})${pod.terminating ? ", terminating" : ""}"
     data-pod="${esc(pod.namespace)}/${esc(pod.name)}">${esc(pod.name)}${terminating}</a>`;
@@ -115,17 +118,15 @@ function chip(pod, extra = "") {
 
 function resourceBar(resource) {
   const segments = resource.segments
-    .map((s) => `<span class="segment ${rankClass(s.rank)} ${s.terminating ? "terminating" : ""}" style="width:${s.percent}%"></span>`)
+    .map((s) => `<span class="segment ${rankClass(s.rank)} ${s.terminating ? "terminating" : ""} ${s.incoming ? "incoming" : ""}"
+      style="width:${s.percent}%" ${s.incoming ? 'title="the what-if pod"' : ""}></span>`)
     .join("");
-  const incoming = resource.incoming
-    ? `<span class="segment incoming" style="width:${resource.incomingPercent}%" title="the what-if pod"></span>`
-    : "";
   return `<div class="resource"><span class="resource-name">${esc(resource.name)}</span>
-    <div class="bar ${resource.percent > 100 ? "over" : ""}" data-resource="${esc(resource.name)}">${segments}${incoming}</div>
+    <div class="bar ${resource.percent > 100 ? "over" : ""}" data-resource="${esc(resource.name)}">${segments}</div>
     <span class="resource-label">${esc(resource.label)}</span></div>`;
 }
 
-function nodeCard(node) {
+function nodeCard(node, when = "now") {
   const badges = [
     node.unschedulable ? `<span class="badge cordoned">cordoned</span>` : "",
     ...node.taints.map((t) => `<span class="badge taint" title="taint">${esc(t)}</span>`),
@@ -134,12 +135,11 @@ function nodeCard(node) {
   const nominated = node.nominated.length
     ? `<div class="nominated">nominated here: ${node.nominated.map((p) => `<a href="#pod/${encodeURIComponent(p.namespace)}/${encodeURIComponent(p.name)}">${esc(p.name)}</a>`).join(", ")}</div>`
     : "";
-  const incoming = node.incoming ? `<div class="incoming-pod">+ ${esc(node.incoming.name)} (what-if)</div>` : "";
-  return `<article class="node ${node.unschedulable ? "cordoned" : ""}" data-node="${esc(node.name)}">
+  return `<article class="node ${node.unschedulable ? "cordoned" : ""}" data-node="${esc(node.name)}" data-when="${when}">
     <h3><a href="#node/${encodeURIComponent(node.name)}">${esc(node.name)}</a> <small>${node.podCount} pods</small> ${badges}</h3>
     ${node.resources.map(resourceBar).join("")}
     <div class="chips">${node.pods.map((p) => chip(p)).join("")}${node.morePods ? `<span class="more">+${node.morePods} more</span>` : ""}</div>
-    ${incoming}${nominated}</article>`;
+    ${nominated}</article>`;
 }
 
 function legend(bands) {
@@ -154,7 +154,7 @@ async function renderNodes() {
   p.page = data.page;
   legend(data.bands);
   pager("nodes", data);
-  $("nodes").innerHTML = data.nodes.map(nodeCard).join("") || `<p class="empty">no nodes</p>`;
+  $("nodes").innerHTML = data.nodes.map((n) => nodeCard(n)).join("") || `<p class="empty">no nodes</p>`;
   tick();
 }
 
@@ -293,7 +293,8 @@ async function runWhatIf() {
       else verdict = "would wait: it fits nowhere and preempting would not help";
       return `<div class="whatif-answer" data-pod="${esc(r.pod)}"><p>${esc(r.pod)} (priority ${r.priority}) ${verdict}</p>
         ${r.message ? `<p class="reason">${esc(r.message)}</p>` : ""}
-        ${r.node ? nodeCard(r.node) : ""}</div>`;
+        ${r.node ? `<div class="whatif-cards"><div><h4>${esc(r.node.name)} now</h4>${nodeCard(r.node, "now")}</div>
+          <div><h4>${esc(r.node.name)} after</h4>${nodeCard(r.after, "after")}</div></div>` : ""}</div>`;
     })
     .join("");
   tick();
