@@ -31,7 +31,7 @@ AUDIT_TOPIC = "podsched.audit.v1"
 # How long an answer waits for its audit record before the record is logged instead.
 RECORD_TIMEOUT_SECONDS = 10.0
 # Audit records are the operator's to expire: the broker's default retention applies.
-AUDIT_TOPIC_CONFIG = {"min.insync.replicas": "1"}
+AUDIT_TOPIC_CONFIG: dict[str, str] = {}
 
 # Kubernetes' reason -> HTTP status code, for response_status.code.
 HTTP_CODES = {

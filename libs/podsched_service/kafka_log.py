@@ -15,13 +15,14 @@ from collections.abc import Awaitable, Callable
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 
 from podsched_service.codec import topics
 
 log = logging.getLogger(__name__)
 
-TOPIC_CONFIG = {"retention.ms": "-1", "min.insync.replicas": "1"}
+TOPIC_CONFIG = {"retention.ms": "-1"}
 
 
 async def ensure_topics(bootstrap: str, prefix: str, timeout: float = 60.0) -> None:
@@ -30,13 +31,14 @@ async def ensure_topics(bootstrap: str, prefix: str, timeout: float = 60.0) -> N
 
 
 async def ensure_topic_names(bootstrap: str, names: list[str], config: dict[str, str], timeout: float = 60.0) -> None:
-    """Create the topics (one partition, `config`) that do not exist, and wait until each partition
-    has a leader."""
+    """Create the topics (one partition, the cluster's replication factor, `config`) that do not
+    exist, and wait until each partition has a leader."""
     deadline = asyncio.get_running_loop().time() + timeout
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
     await _retry_until(admin.start, deadline, "connect to Kafka at " + bootstrap)
     try:
-        wanted = [NewTopic(name, 1, 1, topic_configs=dict(config)) for name in names]
+        replicas = await cluster_replication_factor(admin)
+        wanted = [NewTopic(name, 1, replicas, topic_configs=dict(config)) for name in names]
         for topic in wanted:
             with contextlib.suppress(TopicAlreadyExistsError):
                 await admin.create_topics([topic])
@@ -55,6 +57,19 @@ async def ensure_topic_names(bootstrap: str, names: list[str], config: dict[str,
             await asyncio.sleep(0.1)
     finally:
         await admin.close()
+
+
+async def cluster_replication_factor(admin: AIOKafkaAdminClient) -> int:
+    """The cluster's default.replication.factor (a broker's setting, read from one broker): topics are
+    created with it, so a three-node cluster keeps each record on three nodes and one node alone on
+    one, and min.insync.replicas is left to the cluster too."""
+    cluster = await admin.describe_cluster()
+    broker = str(cluster["brokers"][0]["node_id"])
+    wanted = ConfigResource(ConfigResourceType.BROKER, broker, {"default.replication.factor": None})
+    (response,) = await admin.describe_configs([wanted])
+    (resource,) = response.to_object()["resources"]
+    (entry,) = resource["config_entries"]
+    return int(entry["config_value"])
 
 
 async def _retry_until(start: Callable[[], Awaitable[None]], deadline: float, what: str) -> None:
