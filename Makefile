@@ -15,7 +15,7 @@ GENERATE_PROTOS = rm -rf $(PROTO_OUT) && \
 
 help:
 	@echo "make run        - set up and start the whole system (Kafka, Jaeger, 4 services, the dashboard on http://127.0.0.1:8080), run the example, print its trace, serve until Ctrl-C"
-	@echo "make up / down  - start / stop the whole system in the background (state kept in .cache/devstack)"
+	@echo "make up / down  - start / stop the whole system in the background (state kept in .cache/devstack; KAFKA_NODES=3: replicated Kafka)"
 	@echo "make jaeger-install - build Jaeger v2 from the Go module proxy into ~/.cache/podsched (needs Go 1.24+; ~10 min, once)"
 	@echo "make simulate   - the example in one process on a simulated clock (podsched simulate)"
 	@echo "make browser-install - Debian's chromium for the dashboard's browser tests (apt-get; skipped if $(CHROMIUM) exists)"
@@ -74,10 +74,10 @@ test-unit: $(STAMP) protos
 	$(PY) -m pytest -q tests/unit
 
 run: protos kafka-install jaeger-install
-	$(PY) -m podsched_devstack run
+	$(PY) -m podsched_devstack run $(if $(KAFKA_NODES),--kafka-nodes $(KAFKA_NODES))
 
 up: protos kafka-install jaeger-install
-	$(PY) -m podsched_devstack up
+	$(PY) -m podsched_devstack up $(if $(KAFKA_NODES),--kafka-nodes $(KAFKA_NODES))
 
 down: $(STAMP)
 	$(PY) -m podsched_devstack down

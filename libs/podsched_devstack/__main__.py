@@ -1,9 +1,9 @@
 """`python -m podsched_devstack up|down|status|run`: the whole system on this machine.
 
-up      Kafka (installed from Maven Central on first use), Jaeger (built from the Go module proxy on
-        first use; loopback, in-memory), the four services and the dashboard (http://127.0.0.1:8080), in
-        the background, the services exporting traces to Jaeger; state persists across `down`/`up` in
-        .cache/devstack (the default topics).
+up      Kafka (installed from Maven Central on first use; --kafka-nodes 3: a replicated cluster),
+        Jaeger (built from the Go module proxy on first use; loopback, in-memory), the four services
+        and the dashboard (http://127.0.0.1:8080), in the background, the services exporting traces to
+        Jaeger; state persists across `down`/`up` in .cache/devstack (the default topics).
 down    stop the dashboard, the services (SIGTERM: drain, commit, flush), Kafka and Jaeger.
 status  what is running.
 run     up, then the High/Mid/Low example with a preemption on fresh topics, printed as the CLI
@@ -28,6 +28,8 @@ from .dashboard import DashboardProcess
 from .jaeger import Jaeger, cli_jaeger, ensure_jaeger_installed
 from .kafka import CLI_DEFAULT_PORT, KafkaBroker, ensure_kafka_installed
 from .kafka import default_data_dir as kafka_data_dir
+from .kafka_cluster import KafkaCluster
+from .kafka_cluster import default_data_dir as kafka_cluster_dir
 from .process import DevstackError, devstack_dir, process_cmdline, repo_root, stop_pid
 from .services import SERVICES, ServiceStack, StackSettings
 
@@ -40,6 +42,16 @@ def _run_dir() -> Path:
 
 def _broker() -> KafkaBroker:
     return KafkaBroker(kafka_data_dir(), port=CLI_DEFAULT_PORT)
+
+
+def _kafka(nodes: int) -> KafkaBroker | KafkaCluster:
+    """One broker on the fixed ports, or a cluster of `nodes` (on ports it keeps across restarts)."""
+    return _broker() if nodes == 1 else KafkaCluster(kafka_cluster_dir(), nodes)
+
+
+def _kafka_cluster_if_any() -> KafkaCluster | None:
+    nodes = len(list(kafka_cluster_dir().glob("node-*"))) if kafka_cluster_dir().is_dir() else 0
+    return KafkaCluster(kafka_cluster_dir(), nodes) if nodes else None
 
 
 def _jaeger() -> Jaeger:
@@ -66,16 +78,18 @@ def _dashboard_pid() -> int | None:
     return None
 
 
-def up(workers: int, topic_prefix: str = "") -> tuple[ServiceStack, DashboardProcess]:
+def up(workers: int, topic_prefix: str = "", kafka_nodes: int = 1) -> tuple[ServiceStack, DashboardProcess]:
     if _running_pids() or _dashboard_pid():
         raise DevstackError("podsched is already up (python -m podsched_devstack down first)")
     began = time.monotonic()
     ensure_kafka_installed()
     ensure_jaeger_installed()
-    broker = _broker()
-    if broker.pid is None or not broker.is_ready():
+    broker = _kafka(kafka_nodes)
+    nodes = list(broker) if isinstance(broker, KafkaCluster) else [broker]
+    if any(node.pid is None or not node.is_ready() for node in nodes):
         broker.start(timeout=120)
-        broker.detach()
+        for node in nodes:
+            node.detach()
     tracing = _jaeger()
     if tracing.pid is None or not tracing.is_ready():
         tracing.start(timeout=60)
@@ -125,6 +139,10 @@ def down() -> None:
     if broker.pid is not None:
         broker.stop()
         print("stopped Kafka")
+    cluster = _kafka_cluster_if_any()
+    if cluster is not None and any(node.pid is not None for node in cluster):
+        cluster.stop()
+        print("stopped the Kafka cluster")
     tracing = _jaeger()
     if tracing.pid is not None:
         tracing.stop()
@@ -137,6 +155,10 @@ def status() -> int:
         print(f"{name}: {'up, pid ' + str(pids[name]) if name in pids else 'down'}")
     broker = KafkaBroker(kafka_data_dir())
     print(f"kafka: {'up ' + broker.bootstrap_servers if broker.pid is not None and broker.is_ready() else 'down'}")
+    cluster = _kafka_cluster_if_any()
+    for node in cluster or ():
+        state = "up" if node.pid is not None and node.is_ready() else "down"
+        print(f"kafka cluster node {node.node_id}: {state} {node.bootstrap_servers}")
     tracing = _jaeger()
     tracing_up = tracing.pid is not None and tracing.is_ready()
     print(f"jaeger: {f'up {tracing.query_url} (OTLP {tracing.otlp_endpoint})' if tracing_up else 'down'}")
@@ -228,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in ("up", "run"):
         command = sub.add_parser(name)
         command.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="preemption worker processes")
+        command.add_argument(
+            "--kafka-nodes", type=int, default=1, help="Kafka nodes (3: replicated, min.insync.replicas=2)"
+        )
     sub.add_parser("down")
     sub.add_parser("status")
     certs = sub.add_parser("certs", help="write development TLS certificates, tokens, policy and kubeconfig")
@@ -243,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         if args.command == "up":
-            up(args.workers, os.environ.get(env_name("topic_prefix"), ""))
+            up(args.workers, os.environ.get(env_name("topic_prefix"), ""), args.kafka_nodes)
             return 0
         if args.command == "down":
             down()
@@ -252,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return status()
         # run: fresh topics, so the example starts from an empty cluster every time
         began = time.time()
-        stack, dashboard = up(args.workers, f"run-{int(began)}.")
+        stack, dashboard = up(args.workers, f"run-{int(began)}.", args.kafka_nodes)
         # The example's `podsched` calls trace themselves too, so each pod's trace starts at the client.
         os.environ[env_name("otlp_endpoint")] = stack.settings.otlp_endpoint
         try:
