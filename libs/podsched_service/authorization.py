@@ -47,6 +47,9 @@ TENANT_RULES: Mapping[tuple[str, str], frozenset[str]] = {
     ("policy", "poddisruptionbudgets"): READ_VERBS | {"create", "delete"},
     ("", "resourcequotas"): READ_VERBS,
     ("", "events"): READ_VERBS,
+    ("apps", "deployments"): READ_VERBS | {"create", "delete"},
+    ("apps", "replicasets"): READ_VERBS | {"create", "delete"},
+    ("batch", "jobs"): READ_VERBS | {"create", "delete"},
 }
 
 

@@ -390,4 +390,6 @@ def objects_of(cluster: Cluster, kind: str) -> list[ApiObject]:
         return list(cluster.priority_classes.values())
     if kind == KIND_RESOURCE_QUOTA:
         return list(cluster.resource_quotas.values())  # each with the status.used this copy derives
+    if kind in cluster.workloads:
+        return list(cluster.workloads[kind].values())
     return list(cluster.pdbs.values())

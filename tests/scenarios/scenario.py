@@ -20,8 +20,9 @@ KNOWN_DIFFERENCES = FOLDER / "KNOWN_DIFFERENCES.md"
 NOT_SCENARIOS = {"common.yaml"}
 MAX_GRACE_SECONDS = 3  # live, grace periods pass in real time: keep runs quick
 TOP_LEVEL = {"description", "config", "liveOnly", "steps", "expect"}
-EXPECTATIONS = {"preempted", "nodes", "nominated", "events", "rejected", "scheduledOrder", "waited"}
-EVENT_KEYS = {"reason", "pod", "message", "messageStartsWith", "messageContains", "related", "last"}
+EXPECTATIONS = {"preempted", "nodes", "nominated", "events", "rejected", "scheduledOrder", "waited", "owned", "jobs"}
+EVENT_KEYS = {"reason", "pod", "object", "message", "messageStartsWith", "messageContains", "related", "last"}
+JOB_KEYS = {"condition", "reason", "succeeded", "failed", "active"}
 WAITED_KEYS = {"pod", "from", "to", "atLeastSeconds"}
 
 
@@ -101,6 +102,9 @@ def load(path: Path) -> Scenario:
 
 
 def _check_grace(path: Path, where: str, document: dict[str, Any]) -> None:
+    if document.get("kind") in ("ReplicaSet", "Deployment", "Job"):
+        template = (document.get("spec") or {}).get("template") or {}
+        document = {"kind": "Pod", "metadata": document.get("metadata"), "spec": template.get("spec")}
     if document.get("kind") != "Pod":
         return
     grace = (document.get("spec") or {}).get("terminationGracePeriodSeconds")
@@ -124,8 +128,23 @@ def _check_expect(path: Path, expect: dict[str, Any]) -> None:
         if key in expect and not isinstance(expect[key], dict):
             raise _fail(path, f"expect.{key}", "must be a mapping of pod name to node name")
     for index, event in enumerate(expect.get("events", [])):
-        if not isinstance(event, dict) or not {"reason", "pod"} <= set(event) or set(event) - EVENT_KEYS:
-            raise _fail(path, f"expect.events[{index}]", f"needs reason and pod; known fields: {sorted(EVENT_KEYS)}")
+        if (
+            not isinstance(event, dict)
+            or "reason" not in event
+            or len({"pod", "object"} & set(event)) != 1
+            or set(event) - EVENT_KEYS
+        ):
+            raise _fail(
+                path, f"expect.events[{index}]", f"needs reason and pod or object; known fields: {sorted(EVENT_KEYS)}"
+            )
+        if "object" in event and not re.fullmatch(r"[A-Za-z]+/[a-z0-9.-]+", str(event["object"])):
+            raise _fail(path, f"expect.events[{index}].object", "must be Kind/name, e.g. Job/train")
+    owned = expect.get("owned", {})
+    if not isinstance(owned, dict) or not all(isinstance(v, dict) for v in owned.values()):
+        raise _fail(path, "expect.owned", "must map a workload name to {node name: pod count} ('' for pending)")
+    jobs = expect.get("jobs", {})
+    if not isinstance(jobs, dict) or not all(isinstance(v, dict) and not set(v) - JOB_KEYS for v in jobs.values()):
+        raise _fail(path, "expect.jobs", f"must map a Job name to expectations among {sorted(JOB_KEYS)}")
     for index, waited in enumerate(expect.get("waited", [])):
         if not isinstance(waited, dict) or set(waited) != WAITED_KEYS:
             raise _fail(path, f"expect.waited[{index}]", f"needs exactly {sorted(WAITED_KEYS)}")
@@ -148,10 +167,11 @@ def manifests_text(documents: list[dict[str, Any]]) -> str:
 @dataclass(frozen=True)
 class SeenEvent:
     reason: str
-    pod: str
+    pod: str  # the involved object's name (a pod's, unless `kind` says otherwise)
     message: str
     related: str
     time: float
+    kind: str = "Pod"
 
 
 @dataclass
@@ -166,10 +186,12 @@ class Observed:
     rejected: list[dict[str, str]]
     # Pods that carried the DisruptionTarget/PreemptionByScheduler condition at some point seen.
     disrupted: set[str] = field(default_factory=set)
+    # Jobs at the end, by name (their Kubernetes JSON).
+    jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def preempted(self) -> list[str]:
-        return sorted({e.pod for e in self.events if e.reason == "Preempted"} | self.disrupted)
+        return sorted({e.pod for e in self.events if e.reason == "Preempted" and e.kind == "Pod"} | self.disrupted)
 
 
 def disrupted_by_scheduler(pod: dict[str, Any]) -> bool:
@@ -191,12 +213,14 @@ def observe_simulation(output: dict[str, Any]) -> Observed:
             e["message"],
             (e.get("related") or {}).get("name", ""),
             parse_timestamp(e["eventTime"]),
+            e["involvedObject"]["kind"],
         )
         for e in output["events"]
-        if e["involvedObject"]["kind"] == "Pod"
     ]
     rejected = [{k: r[k] for k in ("kind", "namespace", "name", "message")} for r in output["rejected"]]
-    return Observed(pods, events, rejected, {p["metadata"]["name"] for p in history if disrupted_by_scheduler(p)})
+    disrupted = {p["metadata"]["name"] for p in history if disrupted_by_scheduler(p)}
+    jobs = {w["metadata"]["name"]: w for w in output.get("workloads", []) if w["kind"] == "Job"}
+    return Observed(pods, events, rejected, disrupted, jobs)
 
 
 def run_simulate(scenario: Scenario, tmp_path: Path, capsys: Any) -> dict[str, Any]:
@@ -245,12 +269,73 @@ def _describe(events: list[SeenEvent]) -> str:
     return "; ".join(f"{e.reason}: {e.message!r}" + (f" (related {e.related})" if e.related else "") for e in events)
 
 
+def _preempted_match(want: list[str], got: list[str]) -> bool:
+    """Names match exactly; `web-*` stands for one pod of a generated name starting with `web-`."""
+    left = list(got)
+    for name in sorted(want, key=lambda n: n.endswith("*")):
+        prefix = name[:-1] if name.endswith("*") else None
+        found = next((g for g in left if (g.startswith(prefix) if prefix is not None else g == name)), None)
+        if found is None:
+            return False
+        left.remove(found)
+    return not left
+
+
+def _controller_name(pod: dict[str, Any]) -> str:
+    for ref in pod.get("metadata", {}).get("ownerReferences", []):
+        if ref.get("controller"):
+            return str(ref.get("name", ""))
+    return ""
+
+
+def owned_pods(observed: Observed, workload: str) -> list[dict[str, Any]]:
+    """The pods at the end (not terminating, not finished) that `workload` controls: directly, or, for
+    a Deployment, through its ReplicaSets (named `<deployment>-<template hash>`)."""
+    return [
+        pod
+        for pod in observed.pods.values()
+        if (owner := _controller_name(pod))
+        and (owner == workload or owner.rsplit("-", 1)[0] == workload)
+        and not pod["metadata"].get("deletionTimestamp")
+        and pod.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+    ]
+
+
+def _job_facts(job: dict[str, Any]) -> dict[str, Any]:
+    status = job.get("status", {})
+    final = [
+        c for c in status.get("conditions", []) if c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+    ]
+    return {
+        "condition": final[-1]["type"] if final else "",
+        "reason": final[-1].get("reason", "") if final else "",
+        "succeeded": status.get("succeeded", 0),
+        "failed": status.get("failed", 0),
+        "active": status.get("active", 0),
+    }
+
+
 def check(expect: dict[str, Any], observed: Observed) -> list[str]:
     """Every way `observed` differs from `expect`, one line each (empty: as expected)."""
     problems: list[str] = []
     want_preempted = sorted(expect.get("preempted", []))
-    if observed.preempted != want_preempted:
+    if not _preempted_match(want_preempted, observed.preempted):
         problems.append(f"preempted: expected {want_preempted}, got {observed.preempted}")
+    for workload, want_nodes in expect.get("owned", {}).items():
+        got_nodes: dict[str, int] = {}
+        for pod in owned_pods(observed, workload):
+            got_nodes[_node(pod)] = got_nodes.get(_node(pod), 0) + 1
+        if got_nodes != {str(k or ""): v for k, v in want_nodes.items()}:
+            problems.append(f"owned: {workload}'s pods by node expected {want_nodes}, got {got_nodes}")
+    for name, want_job in expect.get("jobs", {}).items():
+        job = observed.jobs.get(name)
+        if job is None:
+            problems.append(f"jobs: {name} does not exist")
+            continue
+        facts = _job_facts(job)
+        differing = {k: facts[k] for k, v in want_job.items() if facts[k] != v}
+        if differing:
+            problems.append(f"jobs: {name} expected {want_job}, has {facts}")
     for name, want in expect.get("nodes", {}).items():
         pod = observed.pods.get(name)
         if want is None:
@@ -268,19 +353,24 @@ def check(expect: dict[str, Any], observed: Observed) -> list[str]:
             problems.append(f"nominated: {name} expected {want!r}, has {_nominated(pod)!r}")
     after: dict[str, int] = {}  # per pod, the index of the last event matched: order within a pod counts
     for want in expect.get("events", []):
-        indexed = [(i, e) for i, e in enumerate(observed.events) if e.reason == want["reason"] and e.pod == want["pod"]]
+        kind, name = want["object"].split("/", 1) if "object" in want else ("Pod", want["pod"])
+        indexed = [
+            (i, e)
+            for i, e in enumerate(observed.events)
+            if e.reason == want["reason"] and e.pod == name and e.kind == kind
+        ]
         if want.get("last"):
             indexed = indexed[-1:]
-        start = after.get(want["pod"], -1)
+        start = after.get(f"{kind}/{name}", -1)
         found = next((i for i, e in indexed if i > start and _event_matches(want, e)), None)
         if found is None:
-            shown = {k: v for k, v in want.items() if k not in ("reason", "pod")}
+            shown = {k: v for k, v in want.items() if k not in ("reason", "pod", "object")}
             problems.append(
-                f"events: no {want['reason']} event of {want['pod']} matching {shown} "
+                f"events: no {want['reason']} event of {kind}/{name} matching {shown} "
                 f"(after the ones matched before); its {want['reason']} events: {_describe([e for _, e in indexed])}"
             )
         else:
-            after[want["pod"]] = found
+            after[f"{kind}/{name}"] = found
     want_rejected = sorted((r["kind"], r["name"], r["message"]) for r in expect.get("rejected", []))
     got_rejected = sorted((r["kind"], r["name"], r["message"]) for r in observed.rejected)
     if want_rejected != got_rejected:
@@ -289,12 +379,12 @@ def check(expect: dict[str, Any], observed: Observed) -> list[str]:
         names = set(expect["scheduledOrder"])
         order: list[str] = []
         for e in observed.events:
-            if e.reason == "Scheduled" and e.pod in names and e.pod not in order:
+            if e.reason == "Scheduled" and e.kind == "Pod" and e.pod in names and e.pod not in order:
                 order.append(e.pod)
         if order != expect["scheduledOrder"]:
             problems.append(f"scheduledOrder: expected {expect['scheduledOrder']}, got {order}")
     for want in expect.get("waited", []):
-        pod_events = [e for e in observed.events if e.pod == want["pod"]]
+        pod_events = [e for e in observed.events if e.pod == want["pod"] and e.kind == "Pod"]
         begin = next((e for e in pod_events if e.reason == want["from"]), None)
         end = next((e for e in pod_events if e.reason == want["to"] and begin and e.time >= begin.time), None)
         if begin is None or end is None:
@@ -314,7 +404,7 @@ def assert_as_expected(scenario: Scenario, observed: Observed, mode: str) -> Non
             f"{scenario.path.name} ({mode}) differs from its expectations:\n  "
             + "\n  ".join(problems)
             + "\nevents seen:\n  "
-            + "\n  ".join(f"{e.reason} {e.pod}: {e.message}" for e in observed.events)
+            + "\n  ".join(f"{e.reason} {e.kind}/{e.pod}: {e.message}" for e in observed.events)
         )
 
 

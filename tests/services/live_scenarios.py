@@ -27,7 +27,12 @@ RESOURCES = {
     "Node": "nodes",
     "PriorityClass": "priorityclasses",
     "PodDisruptionBudget": "poddisruptionbudgets",
+    "Deployment": "deployments",
+    "ReplicaSet": "replicasets",
+    "Job": "jobs",
 }
+NAMESPACED = ("Pod", "PodDisruptionBudget", "ResourceQuota", "ReplicaSet", "Deployment", "Job")
+RUN_SECONDS_ANNOTATION = "sim.podsched.io/run-seconds"
 
 
 # --- running a scenario -------------------------------------------------------------------------------
@@ -57,7 +62,9 @@ class LiveRun:
     def observe(self) -> Observed:
         pods = self.api.pods()
         disrupted = self.disrupted | {name for name, pod in pods.items() if disrupted_by_scheduler(pod)}
-        return Observed(pods, seen_events(self.api), list(self.rejected), disrupted)
+        reply = self.api.stub.Get(api_pb2.GetRequest(resource="jobs", namespace="default"), timeout=30)
+        jobs = {job["metadata"]["name"]: job for job in map(json.loads, reply.objects_json)}
+        return Observed(pods, seen_events(self.api), list(self.rejected), disrupted, jobs)
 
 
 def run_live(scenario: Scenario, api: Api, stack: ServiceStack) -> Observed:
@@ -80,7 +87,7 @@ def apply_step(api: Api, documents: list[dict[str, Any]], source: str) -> list[d
                 raise
             metadata = document.get("metadata") or {}
             kind = str(document.get("kind", ""))
-            namespaced = kind in ("Pod", "PodDisruptionBudget", "ResourceQuota")
+            namespaced = kind in NAMESPACED
             rejected.append(
                 {
                     "kind": kind,
@@ -95,9 +102,10 @@ def apply_step(api: Api, documents: list[dict[str, Any]], source: str) -> list[d
 def seen_events(api: Api) -> list[SeenEvent]:
     events = sorted(api.events(), key=lambda e: e.sequence)
     return [
-        SeenEvent(e.reason, e.involved_object.name, e.message, e.related.name, _seconds(e.event_time))
+        SeenEvent(
+            e.reason, e.involved_object.name, e.message, e.related.name, _seconds(e.event_time), e.involved_object.kind
+        )
         for e in events
-        if e.involved_object.kind == "Pod"
     ]
 
 
@@ -152,6 +160,9 @@ def busy_reason(
         metadata, spec = pod["metadata"], pod.get("spec", {})
         if metadata.get("deletionTimestamp"):
             return f"pod {name} is terminating"
+        running = pod.get("status", {}).get("phase") == "Running"
+        if running and RUN_SECONDS_ANNOTATION in (metadata.get("annotations") or {}):
+            return f"pod {name} is running its simulated run time"
         if spec.get("nodeName") or spec.get("schedulerName", DEFAULT_SCHEDULER) not in scheduling.scheduler_names:
             continue
         failed = failures.get(metadata.get("uid", ""), [])

@@ -322,8 +322,8 @@ def test_what_an_apply_body_is_about() -> None:
     )
     assert Target.of_document(pc_json) == Target("priorityclasses", "scheduling.k8s.io", "v1", "", "x", PRIORITY_CLASS)
     # A kind the API does not serve is authorized as its URL would be; no kind or no JSON: nothing to authorize.
-    assert Target.of_document(b'{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}') == (
-        Target("deployments", "apps", "v1", "", "d")
+    assert Target.of_document(b'{"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "d"}}') == (
+        Target("statefulsets", "apps", "v1", "", "d")
     )
     assert Target.of_document(b'{"metadata": {"name": "d"}}').resource == ""
     assert Target.of_document(b"not json") == Target()

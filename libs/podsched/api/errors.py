@@ -34,6 +34,9 @@ RESOURCE_NAMES = {
     "PriorityClass": "priorityclasses.scheduling.k8s.io",
     "PodDisruptionBudget": "poddisruptionbudgets.policy",
     "ResourceQuota": "resourcequotas",
+    "ReplicaSet": "replicasets.apps",
+    "Deployment": "deployments.apps",
+    "Job": "jobs.batch",
 }
 
 

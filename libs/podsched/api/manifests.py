@@ -3,8 +3,9 @@
 This is the front door for user input, in three steps, each with upstream's wording:
 
 1. `load_documents` (`podsched.api.documents`) turns text into documents, as kubectl does.
-2. `decode_object` turns one document into a `Node`, `Pod`, `PriorityClass`, `PodDisruptionBudget` or
-   `ResourceQuota` (the API server's decode + defaulting + validation). A value of the wrong JSON type cannot be
+2. `decode_object` turns one document into a `Node`, `Pod`, `PriorityClass`, `PodDisruptionBudget`,
+   `ResourceQuota`, `ReplicaSet`, `Deployment` or `Job` (the API server's decode + defaulting +
+   validation). A value of the wrong JSON type cannot be
    decoded at all (BadRequest, like `cannot unmarshal string into Go struct field ...`); every
    other rule (`podsched.api.validation`) is checked in one pass and all violations are reported
    together as an Invalid error (`Pod "p" is invalid: [spec.containers[0].name: Required value, ...]`).
@@ -43,6 +44,14 @@ from podsched.api.codecs.pod import DEFAULT_PROTOCOL, decode_pod, overlay_pod
 from podsched.api.codecs.priority_class import decode_priority_class, overlay_priority_class
 from podsched.api.codecs.quantities import render_quantity
 from podsched.api.codecs.resource_quota import decode_resource_quota, overlay_resource_quota, render_quota_quantity
+from podsched.api.codecs.workloads import (
+    decode_deployment,
+    decode_job,
+    decode_replica_set,
+    overlay_deployment,
+    overlay_job,
+    overlay_replica_set,
+)
 from podsched.api.documents import (
     DocumentError,
     clean_text,
@@ -55,15 +64,21 @@ from podsched.api.documents import (
 from podsched.api.errors import ApiError, FieldError
 from podsched.api.timestamps import format_timestamp, parse_timestamp
 from podsched.api.types import (
+    KIND_DEPLOYMENT,
+    KIND_JOB,
     KIND_NODE,
     KIND_PDB,
     KIND_POD,
     KIND_PRIORITY_CLASS,
+    KIND_REPLICA_SET,
     KIND_RESOURCE_QUOTA,
     ApiObject,
+    Deployment,
+    Job,
     Node,
     Pod,
     PriorityClass,
+    ReplicaSet,
     ResourceQuota,
 )
 from podsched.api.validation import validate_object_meta, validate_preemption_policy
@@ -98,6 +113,9 @@ _DECODERS: dict[str, _Decoder] = {
     KIND_PRIORITY_CLASS: decode_priority_class,
     KIND_PDB: decode_pdb,
     KIND_RESOURCE_QUOTA: decode_resource_quota,
+    KIND_REPLICA_SET: decode_replica_set,
+    KIND_DEPLOYMENT: decode_deployment,
+    KIND_JOB: decode_job,
 }
 
 
@@ -213,6 +231,12 @@ def encode_object(obj: ApiObject) -> dict[str, Any]:
         overlay_priority_class(obj, body)
     elif isinstance(obj, ResourceQuota):
         overlay_resource_quota(obj, body)
+    elif isinstance(obj, ReplicaSet):
+        overlay_replica_set(obj, body)
+    elif isinstance(obj, Deployment):
+        overlay_deployment(obj, body)
+    elif isinstance(obj, Job):
+        overlay_job(obj, body)
     else:
         overlay_pdb(obj, body)
     # Kubernetes' field order: spec, then status, after any other top-level fields.

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from podsched.api.types import KIND_NODE, KIND_PDB, KIND_POD, KIND_PRIORITY_CLASS, KIND_RESOURCE_QUOTA
+from podsched.api.types import (
+    KIND_DEPLOYMENT,
+    KIND_JOB,
+    KIND_NODE,
+    KIND_PDB,
+    KIND_POD,
+    KIND_PRIORITY_CLASS,
+    KIND_REPLICA_SET,
+    KIND_RESOURCE_QUOTA,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +48,14 @@ PDB = ResourceType(
     ("poddisruptionbudget", "pdb", "poddisruptionbudgets.policy"),
 )
 RESOURCE_QUOTA = ResourceType("resourcequotas", KIND_RESOURCE_QUOTA, "resourcequota", True, ("resourcequota", "quota"))
-RESOURCE_TYPES = (POD, NODE, PRIORITY_CLASS, PDB, RESOURCE_QUOTA)
+REPLICA_SET = ResourceType(
+    "replicasets", KIND_REPLICA_SET, "replicaset.apps", True, ("replicaset", "rs", "replicasets.apps")
+)
+DEPLOYMENT = ResourceType(
+    "deployments", KIND_DEPLOYMENT, "deployment.apps", True, ("deployment", "deploy", "deployments.apps")
+)
+JOB = ResourceType("jobs", KIND_JOB, "job.batch", True, ("job", "jobs.batch"))
+RESOURCE_TYPES = (POD, NODE, PRIORITY_CLASS, PDB, RESOURCE_QUOTA, REPLICA_SET, DEPLOYMENT, JOB)
 
 
 def find_resource_type(word: str) -> ResourceType | None:

@@ -20,6 +20,9 @@ KIND_POD = "Pod"
 KIND_PRIORITY_CLASS = "PriorityClass"
 KIND_PDB = "PodDisruptionBudget"
 KIND_RESOURCE_QUOTA = "ResourceQuota"
+KIND_REPLICA_SET = "ReplicaSet"
+KIND_DEPLOYMENT = "Deployment"
+KIND_JOB = "Job"
 
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
@@ -64,9 +67,31 @@ class ObjectMeta:
     # named one): with deletionTimestamp it says when the pod is gone, even after a restart.
     deletion_grace_period_seconds: int | None = None
     resource_version: int = 0
-    # Set by the system on kinds whose spec changes it tracks (PodDisruptionBudget): 1 on create, +1
-    # on every spec change, as the API server does; 0 (omitted) elsewhere.
+    # Set by the system on kinds whose spec changes it tracks (PodDisruptionBudget, the workloads): 1
+    # on create, +1 on every spec change, as the API server does; 0 (omitted) elsewhere.
     generation: int = 0
+    # A create without a name gets this prefix and a random suffix (names.SimpleNameGenerator).
+    generate_name: str = ""
+    # The workload that manages the object (a controller's pods), and what must happen before the
+    # object may go (the Job controller's tracking finalizer).
+    owner_references: tuple[OwnerReference, ...] = ()
+    finalizers: tuple[str, ...] = ()
+
+    def controller_ref(self) -> OwnerReference | None:
+        """metav1.GetControllerOf: the owner reference with controller: true, if any."""
+        return next((ref for ref in self.owner_references if ref.controller), None)
+
+
+@dataclass(frozen=True, slots=True)
+class OwnerReference:
+    """metadata.ownerReferences[]: the object that owns this one (apiVersion, kind, name, uid)."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+    block_owner_deletion: bool = False
 
 
 @dataclass(slots=True)
@@ -441,4 +466,125 @@ class ResourceQuota(ObjectIdentity):
         return from_scopes + (self.scope_selector or ())
 
 
-ApiObject = Node | Pod | PriorityClass | PodDisruptionBudget | ResourceQuota
+# --- workloads (apps/v1 ReplicaSet and Deployment, batch/v1 Job) -----------------------------------
+
+
+@dataclass(slots=True)
+class PodTemplate:
+    """spec.template: the pod a controller creates, as the manifest gave it (already validated as a
+    pod's metadata and spec when the workload was decoded)."""
+
+    labels: dict[str, str] = field(default_factory=dict)
+    manifest: dict[str, Any] = field(default_factory=dict)  # {"metadata": {...}, "spec": {...}}
+
+
+@dataclass(slots=True)
+class ReplicaSetStatus:
+    replicas: int = 0
+    fully_labeled_replicas: int = 0
+    ready_replicas: int = 0
+    available_replicas: int = 0
+    observed_generation: int = 0
+
+
+@dataclass(slots=True)
+class ReplicaSet(ObjectIdentity):
+    metadata: ObjectMeta
+    replicas: int = 1
+    selector: LabelSelector | None = None
+    template: PodTemplate = field(default_factory=PodTemplate)
+    status: ReplicaSetStatus = field(default_factory=ReplicaSetStatus)
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    kind = KIND_REPLICA_SET
+
+
+ROLLING_UPDATE = "RollingUpdate"
+RECREATE = "Recreate"
+
+
+@dataclass(slots=True)
+class DeploymentStatus:
+    replicas: int = 0
+    updated_replicas: int = 0
+    ready_replicas: int = 0
+    available_replicas: int = 0
+    unavailable_replicas: int = 0
+    observed_generation: int = 0
+
+
+@dataclass(slots=True)
+class Deployment(ObjectIdentity):
+    metadata: ObjectMeta
+    replicas: int = 1
+    selector: LabelSelector | None = None
+    template: PodTemplate = field(default_factory=PodTemplate)
+    strategy: str = ROLLING_UPDATE
+    max_surge: int | str = "25%"
+    max_unavailable: int | str = "25%"
+    status: DeploymentStatus = field(default_factory=DeploymentStatus)
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    kind = KIND_DEPLOYMENT
+
+
+# podFailurePolicy rule actions.
+POD_FAILURE_FAIL_JOB = "FailJob"
+POD_FAILURE_IGNORE = "Ignore"
+POD_FAILURE_COUNT = "Count"
+POD_FAILURE_FAIL_INDEX = "FailIndex"
+
+
+@dataclass(frozen=True, slots=True)
+class PodFailurePolicyRule:
+    """spec.podFailurePolicy.rules[]: `action` when the pod's exit code matches `on_exit_codes`
+    (operator In/NotIn over values) or one of `on_pod_conditions` (type, status) holds."""
+
+    action: str
+    on_exit_codes: tuple[str, tuple[int, ...]] | None = None
+    on_pod_conditions: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class JobCondition:
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: float | None = None
+
+
+@dataclass(slots=True)
+class JobStatus:
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    ready: int = 0
+    start_time: float | None = None
+    completion_time: float | None = None
+    conditions: tuple[JobCondition, ...] = ()
+
+    def condition(self, condition_type: str) -> JobCondition | None:
+        return next((c for c in self.conditions if c.type == condition_type and c.status == "True"), None)
+
+
+@dataclass(slots=True)
+class Job(ObjectIdentity):
+    metadata: ObjectMeta
+    parallelism: int = 1
+    completions: int | None = 1
+    backoff_limit: int = 6
+    active_deadline_seconds: int | None = None
+    pod_failure_policy: tuple[PodFailurePolicyRule, ...] | None = None
+    selector: LabelSelector | None = None
+    template: PodTemplate = field(default_factory=PodTemplate)
+    status: JobStatus = field(default_factory=JobStatus)
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    kind = KIND_JOB
+
+
+Workload = ReplicaSet | Deployment | Job
+WORKLOAD_KINDS = (KIND_REPLICA_SET, KIND_DEPLOYMENT, KIND_JOB)
+
+ApiObject = Node | Pod | PriorityClass | PodDisruptionBudget | ResourceQuota | ReplicaSet | Deployment | Job

@@ -23,6 +23,7 @@ from fractions import Fraction
 
 from podsched.api import quantity
 from podsched.api.errors import FieldError, format_bad_value
+from podsched.api.labels import selector_matches
 from podsched.api.types import (
     DO_NOT_SCHEDULE,
     POD_FAILED,
@@ -314,8 +315,14 @@ def validate_object_meta(meta: ObjectMeta, *, namespaced: bool, path: str = "met
     """ValidateObjectMeta with NameIsDNSSubdomain: the name is required and a DNS-1123 subdomain;
     a namespaced object needs a DNS-1123 label namespace, a cluster-scoped one must have none."""
     errors: list[FieldError] = []
+    if meta.generate_name:
+        # The prefix must itself be a valid name once a suffix is added (ValidateObjectMeta with
+        # prefix=true: a trailing '-' is allowed).
+        masked = meta.generate_name[:-1] + "a" if meta.generate_name.endswith("-") else meta.generate_name
+        errors.extend(_invalid_each(f"{path}.generateName", meta.generate_name, dns1123_subdomain_errors(masked)))
     if not meta.name:
-        errors.append(required(f"{path}.name", "name or generateName is required"))
+        if not meta.generate_name:
+            errors.append(required(f"{path}.name", "name or generateName is required"))
     else:
         errors.extend(object_name_errors(meta.name, f"{path}.name"))
     if namespaced:
@@ -1027,4 +1034,93 @@ def validate_scope_selector(
         errors.extend(scope_requirement_errors(requirement, path))
         seen.add(requirement.scope_name)
     errors.extend(_conflict_errors(seen, path, RenderedValue(list(scopes) or None)))
+    return errors
+
+
+# --- workloads (apps/v1 ReplicaSet and Deployment, batch/v1 Job) ------------------------------------------
+
+
+def go_string_map(values: Mapping[str, str]) -> RenderedValue:
+    """A label map as upstream's field.Error prints one: `map[string]string{"app":"web"}`."""
+    rendered = RenderedValue(None)
+    rendered.text = (
+        "map[string]string{" + ", ".join(f"{json.dumps(k)}:{json.dumps(v)}" for k, v in values.items()) + "}"
+    )
+    return rendered
+
+
+def non_negative_errors(value: int | None, path: str) -> list[FieldError]:
+    """ValidateNonnegativeField."""
+    return [invalid(path, value, "must be greater than or equal to 0")] if value is not None and value < 0 else []
+
+
+def positive_errors(value: int | None, path: str) -> list[FieldError]:
+    """ValidatePositiveField as the Job validation words it (activeDeadlineSeconds)."""
+    return [invalid(path, value, "must be greater than 0")] if value is not None and value <= 0 else []
+
+
+def validate_selector_and_template(
+    selector: LabelSelector | None, template_labels: Mapping[str, str], path: str = "spec"
+) -> list[FieldError]:
+    """ValidateReplicaSetSpec / ValidateDeploymentSpec on the selector: required, not empty, valid, and
+    matching the template's labels."""
+    if selector is None:
+        return [required(f"{path}.selector")]
+    if not selector.match_labels and not selector.match_expressions:
+        rendered = RenderedValue(None)
+        rendered.text = (
+            "v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}"
+        )
+        return [invalid(f"{path}.selector", rendered, "empty selector is invalid for deployment")]
+    errors = validate_label_selector(selector, f"{path}.selector")
+    if not errors and not selector_matches(selector, template_labels):
+        errors.append(
+            invalid(
+                f"{path}.template.metadata.labels",
+                go_string_map(template_labels),
+                "`selector` does not match template `labels`",
+            )
+        )
+    return errors
+
+
+def template_restart_policy_errors(policy: str, supported: Sequence[str], path: str) -> list[FieldError]:
+    """The template's spec.restartPolicy against what the workload runs: Always for ReplicaSets and
+    Deployments; OnFailure or Never for Jobs (an unset policy is a required value there)."""
+    if policy in supported:
+        return []
+    if not policy and "Always" not in supported:
+        return [required(path, "valid values: " + ", ".join(f'"{s}"' for s in supported))]
+    return [_not_supported(path, policy or "Always", supported)]
+
+
+_POD_FAILURE_ACTIONS = ("Count", "FailIndex", "FailJob", "Ignore")
+_EXIT_CODE_OPERATORS = ("In", "NotIn")
+
+
+def validate_pod_failure_policy_rule(
+    action: str,
+    on_exit_codes: tuple[str, tuple[int, ...]] | None,
+    on_pod_conditions: Sequence[tuple[str, str]],
+    path: str,
+) -> list[FieldError]:
+    """validatePodFailurePolicyRule: a supported action, and exactly one of onExitCodes and
+    onPodConditions."""
+    errors = (
+        _supported_errors(f"{path}.action", action, _POD_FAILURE_ACTIONS) if action else [required(f"{path}.action")]
+    )
+    if on_exit_codes is not None and on_pod_conditions:
+        errors.append(_forbidden(path, "specifying both OnExitCodes and OnPodConditions is not supported"))
+    elif on_exit_codes is None and not on_pod_conditions:
+        errors.append(required(path, "specifying one of OnExitCodes and OnPodConditions is required"))
+    if on_exit_codes is not None:
+        operator, values = on_exit_codes
+        errors.extend(_supported_errors(f"{path}.onExitCodes.operator", operator, _EXIT_CODE_OPERATORS))
+        if not values:
+            errors.append(invalid(f"{path}.onExitCodes.values", RenderedValue([]), "at least one value is required"))
+    for index, (condition_type, status) in enumerate(on_pod_conditions):
+        where = f"{path}.onPodConditions[{index}]"
+        if not condition_type:
+            errors.append(required(f"{where}.type"))
+        errors.extend(_supported_errors(f"{where}.status", status, ("False", "True", "Unknown")))
     return errors

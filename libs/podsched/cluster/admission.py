@@ -28,14 +28,20 @@ from podsched.api.types import (
     KIND_POD,
     KIND_PRIORITY_CLASS,
     KIND_RESOURCE_QUOTA,
+    WORKLOAD_KINDS,
     ApiObject,
+    Deployment,
+    Job,
     Node,
     Pod,
     PodDisruptionBudget,
     PriorityClass,
+    ReplicaSet,
     ResourceQuota,
+    Workload,
 )
 from podsched.api.validation import RenderedValue
+from podsched.cluster.names import generate_name
 from podsched.cluster.store import Store
 
 # What a write did, as kubectl reports it.
@@ -60,7 +66,12 @@ class Admitted:
 
 
 def admit(store: Store, obj: ApiObject, quota_config: QuotaAdmissionConfig) -> Admitted:
-    """Admit one decoded, validated object against `store`. Raises ApiError if it is not admitted."""
+    """Admit one decoded, validated object against `store`. Raises ApiError if it is not admitted.
+    An object without a name but with metadata.generateName is a create under a generated name."""
+    if not obj.metadata.name and obj.metadata.generate_name:
+        obj.metadata.name = _generated_name(store, obj)
+    if isinstance(obj, ReplicaSet | Deployment | Job):
+        return admit_workload(store, obj)
     if isinstance(obj, PriorityClass):
         return _admit_priority_class(store, obj)
     if isinstance(obj, Node):
@@ -93,6 +104,55 @@ def admit(store: Store, obj: ApiObject, quota_config: QuotaAdmissionConfig) -> A
     # Upstream charges quota on CREATE only: an update never changes what a pod uses here.
     updated = pod_update(old_pod, obj)
     return Admitted(UNCHANGED, old_pod, old_pod) if updated is None else Admitted(CONFIGURED, updated, old_pod)
+
+
+def _generated_name(store: Store, obj: ApiObject) -> str:
+    meta = obj.metadata
+    if isinstance(obj, Pod):
+        taken: set[str] = {name for namespace, name in store.pods if namespace == meta.namespace}
+    else:
+        taken = {name for namespace, name in store.workloads.get(obj.kind, {}) if namespace == meta.namespace}
+    return generate_name(meta.generate_name, meta.namespace, store.resource_version, taken)
+
+
+def admit_workload(store: Store, obj: Workload) -> Admitted:
+    """A ReplicaSet, Deployment or Job create or update. The status is the controllers': a create
+    starts with none, an update keeps the stored one. The selector may not change (apps/v1), and a
+    Job's template and completions may not either (ValidateJobUpdate)."""
+    old = store.workloads[obj.kind].get(obj.key)
+    if old is None:
+        obj.status = type(obj.status)()
+        return Admitted(CREATED, obj, None)
+    errors: list[FieldError] = []
+    if isinstance(obj, Job):
+        assert isinstance(old, Job)
+        if obj.template != old.template:
+            errors.append(FieldError("spec.template", "field is immutable", RenderedValue(obj.template.manifest)))
+        if obj.completions != old.completions:
+            errors.append(FieldError("spec.completions", "field is immutable", obj.completions))
+    elif obj.selector != old.selector:
+        errors.append(FieldError("spec.selector", "field is immutable", RenderedValue(None)))
+    if errors:
+        raise ApiError.invalid(obj.kind, obj.name, errors, obj.namespace)
+    obj.status = old.status
+    if workload_spec(obj) == workload_spec(old) and obj.metadata.labels == old.metadata.labels:
+        return Admitted(UNCHANGED, old, old)
+    return Admitted(CONFIGURED, obj, old)
+
+
+def workload_spec(obj: Workload) -> tuple[object, ...]:
+    """What an apply of a workload can change, besides labels."""
+    if isinstance(obj, Job):
+        return (
+            obj.parallelism,
+            obj.completions,
+            obj.backoff_limit,
+            obj.active_deadline_seconds,
+            obj.pod_failure_policy,
+        )
+    if isinstance(obj, Deployment):
+        return (obj.replicas, obj.template, obj.strategy, obj.max_surge, obj.max_unavailable)
+    return (obj.replicas, obj.template)
 
 
 def _action(old: ApiObject | None, same: bool) -> str:
@@ -192,5 +252,8 @@ def admit_delete(store: Store, kind: str, namespace: str, name: str, grace_perio
     elif kind == KIND_RESOURCE_QUOTA:
         if (namespace, name) not in store.resource_quotas:
             raise ApiError.not_found(KIND_RESOURCE_QUOTA, name, namespace)
+    elif kind in WORKLOAD_KINDS:
+        if (namespace, name) not in store.workloads[kind]:
+            raise ApiError.not_found(kind, name, namespace)
     else:
         raise ApiError.bad_request(kind, name, f'the server doesn\'t have a resource type "{kind}"')

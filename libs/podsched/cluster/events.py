@@ -6,7 +6,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from podsched.api.types import KIND_PDB, KIND_POD, KIND_RESOURCE_QUOTA, ApiObject, Pod
+from podsched.api.types import (
+    KIND_DEPLOYMENT,
+    KIND_JOB,
+    KIND_PDB,
+    KIND_POD,
+    KIND_REPLICA_SET,
+    KIND_RESOURCE_QUOTA,
+    ApiObject,
+    Pod,
+)
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -75,8 +84,12 @@ class Event:
         return out
 
 
+# The kinds whose events name a namespace (every kind but Node and PriorityClass).
+NAMESPACED = frozenset({KIND_POD, KIND_PDB, KIND_RESOURCE_QUOTA, KIND_REPLICA_SET, KIND_DEPLOYMENT, KIND_JOB})
+
+
 def ref(obj: ApiObject) -> ObjectReference:
-    namespace = obj.metadata.namespace if obj.kind in (KIND_POD, KIND_PDB, KIND_RESOURCE_QUOTA) else ""
+    namespace = obj.metadata.namespace if obj.kind in NAMESPACED else ""
     return ObjectReference(obj.kind, namespace, obj.metadata.name, obj.metadata.uid)
 
 

@@ -4,7 +4,12 @@
 * A pod created with spec.nodeName skips the scheduler: like the kubelet's admission, the agent
   refuses it (phase Failed, OutOf<resource>) if it does not fit, so a node is never overcommitted.
 * A deleted pod on a node terminates gracefully: it keeps its resources until its grace period
-  ends, then goes, its last state a terminal phase.
+  ends, then goes, its last state a terminal phase. A pod with finalizers (the Job controller's
+  tracking finalizer) stays in that terminal phase until they are removed (`release`).
+* A pod annotated with a simulated run time (`RUN_SECONDS_ANNOTATION`, see docs/controllers.md)
+  ends that many seconds after it started, as its containers would: Succeeded, or Failed when its
+  simulated exit code (`EXIT_CODE_ANNOTATION`) is not 0. Without the annotation a pod runs until
+  deleted, as a server does.
 """
 
 from __future__ import annotations
@@ -12,11 +17,35 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from podsched.api.types import POD_FAILED, POD_RUNNING, Pod, PodCondition, PodStatus
+from podsched.api.types import KIND_POD, POD_FAILED, POD_RUNNING, POD_SUCCEEDED, Pod, PodCondition, PodStatus
 from podsched.cluster import events as ev
-from podsched.cluster.store import REMOVED, Store
+from podsched.cluster.store import REMOVED, Change, Store
 from podsched.framework.resource import pod_requests
 from podsched.plugins.node_resources import fits_request
+
+# The pod's simulated run: seconds from its start until its containers exit, and their exit code.
+RUN_SECONDS_ANNOTATION = "sim.podsched.io/run-seconds"
+EXIT_CODE_ANNOTATION = "sim.podsched.io/exit-code"
+
+
+def run_seconds(pod: Pod) -> float | None:
+    """The pod's simulated run time, None when it runs until deleted (or the annotation is not a
+    non-negative number)."""
+    text = pod.metadata.annotations.get(RUN_SECONDS_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None
+
+
+def exit_code(pod: Pod) -> int:
+    try:
+        return int(pod.metadata.annotations.get(EXIT_CODE_ANNOTATION, "0"))
+    except ValueError:
+        return 1
 
 
 def started(status: PodStatus, start_time: float) -> PodStatus:
@@ -33,6 +62,28 @@ class NodeAgent:
         self.recorder = recorder
         self.clock = clock
         self._terminations: dict[str, float] = {}  # uid -> time the pod is removed
+        self._runs: dict[str, float] = {}  # uid -> time a pod with a simulated run time ends
+        store.listeners.append(self._track_run)
+
+    def _track_run(self, change: Change) -> None:
+        """Every copy follows when each running pod with a run time ends (live writes and the log alike)."""
+        if change.kind != KIND_POD:
+            return
+        pod = change.new
+        if not isinstance(pod, Pod):
+            if change.old is not None:
+                self._runs.pop(change.old.uid, None)
+            return
+        seconds = run_seconds(pod)
+        if (
+            seconds is None
+            or pod.status.phase != POD_RUNNING
+            or pod.status.start_time is None
+            or pod.metadata.deletion_timestamp is not None
+        ):
+            self._runs.pop(pod.uid, None)
+        else:
+            self._runs[pod.uid] = pod.status.start_time + seconds
 
     def admit_placed_pod(self, pod: Pod) -> Pod:
         """A pod created with spec.nodeName: Running if it fits its node, else Failed with an
@@ -89,6 +140,20 @@ class NodeAgent:
 
     def remove(self, pod: Pod) -> None:
         self._terminations.pop(pod.uid, None)
+        if pod.metadata.finalizers:
+            # Kept, stopped, until its finalizers go (the Job controller counts it first). A pod
+            # that never ran is marked Failed as the pod garbage collector marks it.
+            if pod.status.phase in (POD_FAILED, POD_SUCCEEDED) and pod.metadata.deletion_timestamp is not None:
+                return
+            deletion = pod.metadata.deletion_timestamp
+            new = replace(
+                pod,
+                metadata=replace(pod.metadata, deletion_timestamp=self.clock() if deletion is None else deletion),
+                status=replace(pod.status, phase=pod.status.phase if pod.status.phase == POD_SUCCEEDED else POD_FAILED),
+            )
+            self.store.stamp(new)
+            self.store.store_pod(pod, new)
+            return
         self.recorder.record(
             pod, ev.NORMAL, ev.DELETED, f"Pod {pod.namespace}/{pod.name} deleted", ev.BINDER_CONTROLLER
         )
@@ -108,11 +173,39 @@ class NodeAgent:
         else:
             self._terminations.pop(pod.uid, None)
 
+    def release(self, pod: Pod, finalizer: str) -> Pod | None:
+        """Remove one finalizer; a pod being deleted whose grace period is over (terminal, no longer
+        tracked) goes once its last finalizer does. Returns the pod as stored, None if it went."""
+        kept = tuple(f for f in pod.metadata.finalizers if f != finalizer)
+        new = replace(pod, metadata=replace(pod.metadata, finalizers=kept))
+        self.store.stamp(new)
+        self.store.store_pod(pod, new)
+        if not kept and new.metadata.deletion_timestamp is not None and new.uid not in self._terminations:
+            self.remove(new)
+            return None
+        return new
+
     def next_termination_time(self) -> float | None:
-        return min(self._terminations.values(), default=None)
+        """When the next terminating pod goes or the next simulated run ends."""
+        times = [*self._terminations.values(), *self._runs.values()]
+        return min(times) if times else None
+
+    def complete_runs(self) -> int:
+        """End every pod whose simulated run time has passed: Succeeded, or Failed for a non-zero
+        exit code. The pod stays (a Job's pods are kept) and frees its node's resources."""
+        now = self.clock()
+        due = sorted((t, uid) for uid, t in self._runs.items() if t <= now)
+        for _, uid in due:
+            self._runs.pop(uid, None)
+            pod = self.store.pods_by_uid.get(uid)
+            if pod is not None and pod.status.phase == POD_RUNNING:
+                self.store.update_pod_status(pod, phase=POD_SUCCEEDED if exit_code(pod) == 0 else POD_FAILED)
+        return len(due)
 
     def complete_terminations(self) -> int:
-        """Remove every terminating pod whose grace period has ended."""
+        """Remove every terminating pod whose grace period has ended, and end every simulated run
+        that is over."""
+        completed = self.complete_runs()
         now = self.clock()
         due = sorted((t, uid) for uid, t in self._terminations.items() if t <= now)
         for _, uid in due:
@@ -121,4 +214,4 @@ class NodeAgent:
                 self.remove(pod)
             else:
                 self._terminations.pop(uid, None)
-        return len(due)
+        return len(due) + completed

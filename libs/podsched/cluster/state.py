@@ -7,6 +7,8 @@
   * `node_agent`: bound pods become Running, terminating pods go away when their grace period ends,
     pods created on a node that cannot hold them fail;
   * `disruption`: the disruption controller keeping PodDisruptionBudget status current;
+  * `controllers`: the ReplicaSet, Deployment and Job controllers (`podsched.controllers`), run
+    after each batch of writes by the single writer;
   * `recorder`: Kubernetes Events.
 
 `Cluster` is the single writer of placement decisions in the binder service, and the whole cluster
@@ -20,13 +22,26 @@ from collections.abc import Callable
 
 from podsched.admission.priority import builtin_priority_classes
 from podsched.admission.resource_quota import QuotaAdmissionConfig
-from podsched.api.types import KIND_POD, ApiObject, Node, Pod, PodDisruptionBudget, PriorityClass, ResourceQuota
+from podsched.api.types import (
+    KIND_POD,
+    ApiObject,
+    Deployment,
+    Job,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    ReplicaSet,
+    ResourceQuota,
+    Workload,
+)
 from podsched.cluster import events as ev
-from podsched.cluster.admission import UNCHANGED, admit, admit_delete, admit_new_pod
+from podsched.cluster.admission import UNCHANGED, admit, admit_delete, admit_new_pod, workload_spec
 from podsched.cluster.binder import Binder
 from podsched.cluster.disruption import DisruptionController
 from podsched.cluster.node_agent import NodeAgent
 from podsched.cluster.store import Store
+from podsched.controllers.manager import Controllers
 from podsched.framework.node_info import Snapshot
 
 
@@ -53,6 +68,15 @@ class Cluster:
         self.node_agent = NodeAgent(self.store, self.recorder, clock)
         self.binder = Binder(self.store, self.recorder, self.node_agent, clock)
         self.disruption = DisruptionController(self.store, clock)
+        self.controllers = Controllers(
+            self.store,
+            self.recorder,
+            clock,
+            create_pod=self._create_owned_pod,
+            delete_pod=self._delete_owned_pod,
+            save=self.write_workload,
+            release=self.node_agent.release,
+        )
 
         # The store's objects and indexes, and the event log, read directly by the scheduler, the
         # services and `simulate`.
@@ -65,6 +89,7 @@ class Cluster:
         self.priority_classes = store.priority_classes
         self.pdbs = store.pdbs
         self.resource_quotas = store.resource_quotas
+        self.workloads = store.workloads
         self.listeners = store.listeners
         self.events = self.recorder.events
         self.event_listeners = self.recorder.listeners
@@ -75,8 +100,8 @@ class Cluster:
         self.nominate = self.binder.nominate
         self.clear_nomination = self.binder.clear_nomination
         self.preempt_victim = self.binder.preempt_victim
-        self.next_termination_time = self.node_agent.next_termination_time
         self.complete_terminations = self.node_agent.complete_terminations
+        self.run_controllers = self.controllers.run
         self.refresh_pdb_status = self.disruption.refresh
         self.record = self.recorder.record
         self.restore_event = self.recorder.restore
@@ -85,6 +110,14 @@ class Cluster:
         for priority_class in builtin_priority_classes():
             store.new_meta(priority_class, None)
             store.store_priority_class(None, priority_class, notify=False)
+
+    def next_termination_time(self) -> float | None:
+        """When something happens next on its own: a grace period or a simulated run ends, or a
+        Job's active deadline passes."""
+        times = [
+            t for t in (self.node_agent.next_termination_time(), self.controllers.next_deadline()) if t is not None
+        ]
+        return min(times) if times else None
 
     @property
     def resource_version(self) -> int:
@@ -144,12 +177,34 @@ class Cluster:
             obj.metadata.generation = old_pdb.metadata.generation + 1 if old_pdb is not None else 1
             self.disruption.sync_on_write(obj, old_pdb)
             store.store_pdb(old_pdb, obj)
+        elif isinstance(obj, ReplicaSet | Deployment | Job):
+            return self.write_workload(obj, store.workloads[obj.kind].get(obj.key))
         else:
             assert isinstance(obj, ResourceQuota)
             old_quota = store.resource_quotas.get(obj.key)
             store.new_meta(obj, old_quota)
             return store.store_resource_quota(old_quota, obj)
         return obj
+
+    def write_workload(self, obj: Workload, old: Workload | None) -> Workload:
+        """Store a ReplicaSet, Deployment or Job (a user's or a controller's write): generation 1 on
+        create and +1 on each spec change, as the API server's strategies keep it."""
+        store = self.store
+        generation = old.metadata.generation if old is not None else 0
+        spec_changed = old is None or workload_spec(obj) != workload_spec(old)
+        store.new_meta(obj, old)
+        obj.metadata.generation = generation + 1 if spec_changed else generation
+        store.store_workload(old, obj)
+        return obj
+
+    def _create_owned_pod(self, pod: Pod) -> Pod:
+        """A controller's pod create: the API server's path (generateName, Priority and quota admission)."""
+        _, stored = self.apply(pod)
+        assert isinstance(stored, Pod)
+        return stored
+
+    def _delete_owned_pod(self, pod: Pod) -> None:
+        self.node_agent.delete(pod, None)
 
     def delete(self, kind: str, namespace: str, name: str, grace_period: int | None = None) -> ApiObject:
         """Delete an object. A bound pod terminates gracefully (it keeps its resources until its grace

@@ -23,12 +23,15 @@ from podsched.api.types import (
     KIND_PRIORITY_CLASS,
     KIND_RESOURCE_QUOTA,
     POD_FAILED,
+    POD_SUCCEEDED,
+    WORKLOAD_KINDS,
     ApiObject,
     Node,
     Pod,
     PodDisruptionBudget,
     PriorityClass,
     ResourceQuota,
+    Workload,
 )
 from podsched.cluster import quota
 from podsched.framework.node_info import NodeInfo, PodInfo
@@ -71,6 +74,8 @@ class Store:
         # charging and releasing pods as they are stored and removed (`store_pod`), so the same log
         # gives the same usage everywhere and admission costs O(quotas in the namespace).
         self.resource_quotas: dict[tuple[str, str], ResourceQuota] = {}
+        # ReplicaSets, Deployments and Jobs, by kind then (namespace, name).
+        self.workloads: dict[str, dict[tuple[str, str], Workload]] = {kind: {} for kind in WORKLOAD_KINDS}
         self.quota_keys: dict[str, set[tuple[str, str]]] = {}  # namespace -> its quotas
         # Namespaces whose pods changed since the disruption controller last looked (it drains this).
         self.changed_pod_namespaces: set[str] = set()
@@ -120,7 +125,7 @@ class Store:
             self.node_infos[node.name] = info
             # Pods created earlier with this nodeName (already placed) now land on it.
             for pod in self.pods.values():
-                if pod.spec.node_name == node.name and pod.status.phase != POD_FAILED:
+                if pod.spec.node_name == node.name and pod.status.phase not in (POD_FAILED, POD_SUCCEEDED):
                     info.add_pod(PodInfo(pod))
         else:
             self.node_infos[node.name].set_node(node)
@@ -143,8 +148,18 @@ class Store:
         self.notify(Change(MODIFIED if old else ADDED, KIND_RESOURCE_QUOTA, old, stored))
         return stored
 
+    def store_workload(self, old: Workload | None, new: Workload) -> None:
+        self.workloads[new.kind][new.key] = new
+        self.notify(Change(MODIFIED if old else ADDED, new.kind, old, new))
+
     def occupies_node(self, pod: Pod) -> bool:
-        return bool(pod.spec.node_name) and pod.status.phase != POD_FAILED and pod.spec.node_name in self.node_infos
+        """Whether the pod holds resources on its node: bound there and not terminal (a Failed or
+        Succeeded pod kept for its controller holds nothing)."""
+        return (
+            bool(pod.spec.node_name)
+            and pod.status.phase not in (POD_FAILED, POD_SUCCEEDED)
+            and pod.spec.node_name in self.node_infos
+        )
 
     def store_pod(self, old: Pod | None, new: Pod | None) -> None:
         """Replace `old` by `new` everywhere (NodeInfo, indexes, quota usage, history) and notify."""
@@ -206,6 +221,11 @@ class Store:
                     self.quota_keys.pop(removed.namespace, None)
                 self.notify(Change(REMOVED, KIND_RESOURCE_QUOTA, removed, None))
             return removed
+        if kind in self.workloads:
+            workload = self.workloads[kind].pop((namespace, name), None)
+            if workload is not None:
+                self.notify(Change(REMOVED, kind, workload, None))
+            return workload
         raise ValueError(f"no stored kind {kind!r}")
 
     # --- following the binder's log -------------------------------------------------------------
@@ -235,5 +255,7 @@ class Store:
             self.store_resource_quota(self.resource_quotas.get(obj.key), obj)
         elif isinstance(obj, PriorityClass):
             self.store_priority_class(self.priority_classes.get(obj.name), obj)
-        else:
+        elif isinstance(obj, PodDisruptionBudget):
             self.store_pdb(self.pdbs.get(obj.key), obj)
+        else:
+            self.store_workload(self.workloads[obj.kind].get(obj.key), obj)

@@ -20,6 +20,7 @@ from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, load_documents
 from podsched.api.types import Pod
 from podsched.cluster.binder import BindError
+from podsched.cluster.events import NAMESPACED
 from podsched.cluster.failure import record_scheduling_failure
 from podsched.cluster.state import Cluster
 from podsched.config.scheduler_config import SchedulerConfig
@@ -145,7 +146,7 @@ class Simulator:
                 raw_metadata = document.get("metadata")
                 metadata: dict[str, Any] = raw_metadata if isinstance(raw_metadata, dict) else {}
                 namespace = error.namespace or str(metadata.get("namespace", "") or "")
-                if not namespace and error.kind in ("Pod", "PodDisruptionBudget", "ResourceQuota"):
+                if not namespace and error.kind in NAMESPACED:
                     namespace = "default"
                 rejected.append(
                     Rejection(
@@ -230,6 +231,7 @@ class Simulator:
         cycles = 0
         while cycles < max_cycles:
             self.cluster.complete_terminations()
+            self.cluster.run_controllers()
             counts = self.queue.pending_counts()
             if counts[sq.ACTIVE] or (counts[sq.BACKOFF] and self.queue.pop_from_backoff_q):
                 if self.schedule_one() is not None:
@@ -249,8 +251,13 @@ class Simulator:
     def result(self) -> dict[str, Any]:
         from podsched.api.manifests import encode_object, format_timestamp
 
-        return {
+        out: dict[str, Any] = {
             "pods": [encode_object(pod) for pod in self.cluster.history.values()],
             "events": [event.to_dict(format_timestamp) for event in self.cluster.events],
             "rejected": [r.to_dict() for r in self.rejected],
         }
+        # Deployments, ReplicaSets and Jobs as they ended, when the input had any.
+        workloads = [encode_object(w) for kind in self.cluster.workloads.values() for w in kind.values()]
+        if workloads:
+            out["workloads"] = workloads
+        return out

@@ -9,21 +9,37 @@ from typing import Any
 
 from podsched.api.codecs.fields import (
     INT64,
+    get_bool,
     get_int64,
+    get_items,
     get_object,
     get_string,
+    get_string_list,
     get_string_map,
     get_timestamp,
     put,
     timestamp_text,
 )
 from podsched.api.errors import FieldError
-from podsched.api.types import KIND_NODE, KIND_PDB, KIND_POD, KIND_PRIORITY_CLASS, KIND_RESOURCE_QUOTA, ObjectMeta
+from podsched.api.types import (
+    KIND_DEPLOYMENT,
+    KIND_JOB,
+    KIND_NODE,
+    KIND_PDB,
+    KIND_POD,
+    KIND_PRIORITY_CLASS,
+    KIND_REPLICA_SET,
+    KIND_RESOURCE_QUOTA,
+    ObjectMeta,
+    OwnerReference,
+)
 from podsched.api.validation import invalid_resource_version, validate_object_meta
 
 API_VERSION_CORE = "v1"
 API_VERSION_SCHEDULING = "scheduling.k8s.io/v1"
 API_VERSION_POLICY = "policy/v1"
+API_VERSION_APPS = "apps/v1"
+API_VERSION_BATCH = "batch/v1"
 
 # Every (apiVersion, kind) accepted on input; output always uses the first (served) version.
 ACCEPTED_TYPES: dict[str, tuple[str, ...]] = {
@@ -32,8 +48,11 @@ ACCEPTED_TYPES: dict[str, tuple[str, ...]] = {
     KIND_PRIORITY_CLASS: (API_VERSION_SCHEDULING, "scheduling.k8s.io/v1beta1"),
     KIND_PDB: (API_VERSION_POLICY,),
     KIND_RESOURCE_QUOTA: (API_VERSION_CORE,),
+    KIND_REPLICA_SET: (API_VERSION_APPS,),
+    KIND_DEPLOYMENT: (API_VERSION_APPS,),
+    KIND_JOB: (API_VERSION_BATCH,),
 }
-NAMESPACED_KINDS = (KIND_POD, KIND_PDB, KIND_RESOURCE_QUOTA)
+NAMESPACED_KINDS = (KIND_POD, KIND_PDB, KIND_RESOURCE_QUOTA, KIND_REPLICA_SET, KIND_DEPLOYMENT, KIND_JOB)
 
 DEFAULT_NAMESPACE = "default"
 
@@ -76,14 +95,41 @@ def decode_meta(manifest: dict[str, Any], errors: list[FieldError], *, namespace
         deletion_grace_period_seconds=get_int64(metadata, "deletionGracePeriodSeconds", "metadata"),
         resource_version=_resource_version(metadata, errors),
         generation=get_int64(metadata, "generation", "metadata") or 0,
+        generate_name=get_string(metadata, "generateName", "metadata"),
+        owner_references=_owner_references(metadata),
+        finalizers=get_string_list(metadata, "finalizers", "metadata"),
     )
     errors.extend(validate_object_meta(meta, namespaced=namespaced))
     return meta
 
 
+def _owner_references(metadata: Mapping[str, Any]) -> tuple[OwnerReference, ...]:
+    path = "ObjectMeta.metadata"
+    return tuple(
+        OwnerReference(
+            get_string(item, "apiVersion", item_path),
+            get_string(item, "kind", item_path),
+            get_string(item, "name", item_path),
+            get_string(item, "uid", item_path),
+            get_bool(item, "controller", item_path),
+            get_bool(item, "blockOwnerDeletion", item_path),
+        )
+        for item_path, item in get_items(metadata, "ownerReferences", path)
+    )
+
+
+def encode_owner_reference(ref: OwnerReference) -> dict[str, Any]:
+    out: dict[str, Any] = {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name, "uid": ref.uid}
+    if ref.controller:
+        out["controller"] = True
+    if ref.block_owner_deletion:
+        out["blockOwnerDeletion"] = True
+    return out
+
+
 def encode_meta(meta: ObjectMeta, source: Any, *, namespaced: bool) -> dict[str, Any]:
     """The typed metadata (name always, the rest when set), then the manifest's other fields."""
-    owned = {
+    owned: dict[str, Any] = {
         "namespace": meta.namespace if namespaced else "",
         "uid": meta.uid,
         "resourceVersion": str(meta.resource_version) if meta.resource_version else None,
@@ -91,6 +137,9 @@ def encode_meta(meta: ObjectMeta, source: Any, *, namespaced: bool) -> dict[str,
         "deletionTimestamp": timestamp_text(meta.deletion_timestamp),
         "deletionGracePeriodSeconds": meta.deletion_grace_period_seconds,
         "generation": meta.generation or None,
+        "generateName": meta.generate_name,
+        "ownerReferences": [encode_owner_reference(ref) for ref in meta.owner_references],
+        "finalizers": list(meta.finalizers),
         "labels": dict(meta.labels),
         "annotations": dict(meta.annotations),
     }
