@@ -12,6 +12,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from podsched_service.config import env_name
@@ -66,23 +67,36 @@ class DashboardProcess:
         return env
 
     def is_ready(self) -> bool:
+        """The Watch has delivered the cluster (GET /healthz is 200)."""
+        return self._answers("/healthz")
+
+    def is_serving(self) -> bool:
+        """The page answers, whether or not the API lets it follow the cluster."""
+        return self._answers("/api/summary")
+
+    def _answers(self, path: str) -> bool:
         try:
-            with urllib.request.urlopen(f"{self.url}/healthz", timeout=1.0) as response:
+            with urllib.request.urlopen(f"{self.url}{path}", timeout=1.0) as response:
                 return bool(response.status == 200)
         except (OSError, urllib.error.HTTPError):
             return False
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 60.0, *, until_synced: bool = True) -> None:
+        """Start and wait until it has the cluster (`until_synced`) or only until its page answers."""
         with open(self.log_path, "ab") as log:
             self.process = spawn([sys.executable, "-m", "podsched_dashboard"], log, env=self.environment())
         self.pid_path.write_text(str(self.process.pid))
+        self.wait_until(self.is_ready if until_synced else self.is_serving, timeout, f"dashboard ({self.url})")
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float, subject: str) -> None:
+        """Poll `condition` until it holds; fail with the log's tail if the process exits or time runs out."""
         wait_ready(
             self.process,
-            self.is_ready,
+            condition,
             timeout=timeout,
             poll_seconds=0.1,
             what="dashboard",
-            subject=f"dashboard ({self.url}/healthz)",
+            subject=subject,
             log_tails=lambda: tail(self.log_path, 30),
         )
 

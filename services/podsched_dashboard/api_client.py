@@ -105,12 +105,15 @@ class ApiClient:
             raise self.failure(error) from None
         return response
 
-    async def follow(self, mirror: ClusterMirror, changed: Callable[[], None]) -> None:
+    async def follow(
+        self, mirror: ClusterMirror, changed: Callable[[], None], failed: Callable[[str], None] = lambda _: None
+    ) -> None:
         """Keep `mirror` current until cancelled: Watch from the mirror's resource version (from the
         start after a reset, the API then sends the current state), the recorded events listed once
         per (re)start so the timeline has the past preemptions. A version the log no longer holds
         (OUT_OF_RANGE, "too old resource version") resets the mirror and relists, as a Kubernetes
-        informer does; any other failure is retried after a pause."""
+        informer does; any other failure is reported to `failed` (kubectl's line: the page shows it)
+        and retried after a pause."""
         while True:
             since = mirror.resource_version
             call = self._stub.Watch(
@@ -146,6 +149,7 @@ class ApiClient:
                     mirror.resource_version = 0
                     continue
                 log.warning("watch failed (%s); retrying: %s", error.code().name, error.details())
+                failed(str(self.failure(error)))
             finally:
                 call.cancel()
             with contextlib.suppress(asyncio.TimeoutError):

@@ -62,10 +62,16 @@ class Dashboard:
         self._client: ApiClient | None = None
         self.mirror = ClusterMirror(config.timeline_length)
         self.synced = False
+        # Why the dashboard cannot follow the API right now (kubectl's line), or "".
+        self.problem = ""
         self._follower: asyncio.Task[None] | None = None
 
     def _on_change(self) -> None:
         self.synced = True
+        self.problem = ""
+
+    def _on_failure(self, line: str) -> None:
+        self.problem = line
 
     @property
     def client(self) -> ApiClient:
@@ -79,7 +85,7 @@ class Dashboard:
 
     async def _follow(self) -> None:
         try:
-            await self.client.follow(self.mirror, self._on_change)
+            await self.client.follow(self.mirror, self._on_change, self._on_failure)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -119,11 +125,14 @@ def build_app(dashboard: Dashboard) -> Starlette:
         )
 
     async def healthz(_: Request) -> Response:
-        return PlainTextResponse("ok" if dashboard.synced else "syncing", status_code=200 if dashboard.synced else 503)
+        if dashboard.synced and not dashboard.problem:
+            return PlainTextResponse("ok")
+        return PlainTextResponse(dashboard.problem or "syncing", status_code=503)
 
     async def summary(_: Request) -> Response:
         body = views.cluster_totals(mirror)
         body["server"] = dashboard.connection.address
+        body["problem"] = dashboard.problem
         body["versions"] = mirror.view_versions
         return JSONResponse(body)
 
@@ -219,12 +228,16 @@ def build_app(dashboard: Dashboard) -> Starlette:
     async def stream(request: Request) -> Response:
         async def changes() -> AsyncIterator[dict[str, str]]:
             seen = dict(mirror.view_versions)
+            problem = dashboard.problem
             yield {"event": "changed", "data": json.dumps({"views": list(VIEWS), "version": mirror.version})}
             while True:
                 # Polled, not pushed: each stream compares versions twice a second, so a burst of a
                 # thousand binds is one message, and a slow browser never makes the follower wait.
                 await asyncio.sleep(STREAM_INTERVAL_SECONDS)
                 moved = [view for view, version in mirror.view_versions.items() if version != seen.get(view)]
+                if dashboard.problem != problem:  # the header says whether the API can be followed
+                    problem = dashboard.problem
+                    moved.append("status")
                 if moved:
                     seen = dict(mirror.view_versions)
                     yield {"event": "changed", "data": json.dumps({"views": moved, "version": mirror.version})}

@@ -73,6 +73,8 @@ function bar(resource) {
 
 async function renderSummary() {
   const s = await getJSON("api/summary");
+  $("problem").textContent = s.problem ? `The API refuses or does not answer: ${s.problem}` : "";
+  $("problem").hidden = !s.problem;
   $("summary").innerHTML = `
     <span><b>${s.nodes}</b> nodes${s.cordoned ? ` (${s.cordoned} cordoned)` : ""}</span>
     <span><b>${s.bound}</b> bound</span>
