@@ -420,9 +420,12 @@ def container_of(deployment: dict[str, Any]) -> dict[str, Any]:
     return dict(containers[0])
 
 
+DASHBOARD = "podsched_dashboard"
+
+
 def k8s_module(deployment: dict[str, Any]) -> str:
     args = container_of(deployment).get("args") or []
-    assert args and args[0] in CONFIGS, deployment["metadata"]["name"]
+    assert args and (args[0] in CONFIGS or args[0] == DASHBOARD), deployment["metadata"]["name"]
     return str(args[0])
 
 
@@ -437,8 +440,24 @@ def k8s_env(container: dict[str, Any]) -> dict[str, str]:
 
 def test_kubernetes_has_a_deployment_and_service_per_component(manifests: list[dict[str, Any]]) -> None:
     deployments = of_kind(manifests, "Deployment")
-    assert sorted(k8s_module(d) for d in deployments.values()) == sorted(CONFIGS)
-    assert len(of_kind(manifests, "Service")) >= 4
+    assert sorted(k8s_module(d) for d in deployments.values()) == sorted([*CONFIGS, DASHBOARD])
+    assert len(of_kind(manifests, "Service")) >= 5
+
+
+def test_kubernetes_dashboard_reads_the_public_api_and_is_ready_when_synced(manifests: list[dict[str, Any]]) -> None:
+    (deployment,) = [d for d in of_kind(manifests, "Deployment").values() if k8s_module(d) == DASHBOARD]
+    container = container_of(deployment)
+    env = k8s_env(container)
+    assert set(env) <= set(env_names(DashboardConfig).values())
+    host, port = split_address(env["PODSCHED_SERVER"])
+    queue = of_kind(manifests, "Service")[host]
+    assert [p["port"] for p in queue["spec"]["ports"]] == [PORTS["podsched_queue"]]
+    assert queue["spec"]["selector"]["app.kubernetes.io/component"] == "queue" and port == PORTS["podsched_queue"]
+    assert split_address(env["PODSCHED_LISTEN_ADDRESS"]) == ("0.0.0.0", 8080)
+    assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
+    (service,) = [s for s in of_kind(manifests, "Service").values() if s["spec"]["selector"].get(
+        "app.kubernetes.io/component") == "dashboard"]
+    assert service["spec"]["ports"][0]["targetPort"] == "http"
 
 
 @pytest.mark.parametrize("module", sorted(CONFIGS))
