@@ -54,7 +54,7 @@ from podsched_devstack.services import ServiceStack, StackSettings, process_cpu_
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
 from podsched_queue.config import QueueConfig
-from podsched_service.codec import change_message, decode_change, topics
+from podsched_service.codec import change_message, decode_change, mark_version, topics
 from podsched_service.server import CHANNEL_OPTIONS
 
 MEASURED_NAMESPACE = "measured"
@@ -188,6 +188,8 @@ class BindWatch:
                 now = time.monotonic()
                 for records in batches.values():
                     for record in records:
+                        if record.value is None or mark_version(record.key, record.value) is not None:
+                            continue  # a tombstone or a ResourceVersionMark
                         change = events_pb2.ObjectChange.FromString(record.value)
                         if change.object.kind == "Pod" and change.node_name:
                             bound = self.bound_at.setdefault(change.object.namespace, {})

@@ -4,7 +4,9 @@
 
 Prints every scheduling decision (podsched.events.v1) and every pod change (podsched.objects.v1)
 as it is committed. read_committed matters: the binder writes in transactions, and a write it
-never acknowledged (it crashed mid-way) is aborted and must not be seen."""
+never acknowledged (it crashed mid-way) is aborted and must not be seen. The objects topic is
+compacted: besides changes it carries tombstones (null values, after a deletion) and, under the key
+"podsched.resource-version-mark", ResourceVersionMark records (docs/topics.md)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from collections.abc import Callable
 from aiokafka import AIOKafkaConsumer
 
 from podsched_proto.events.v1.events_pb2 import Event, ObjectChange
+
+MARK_KEY = b"podsched.resource-version-mark"
 
 
 async def follow(bootstrap: str, prefix: str = "", on_line: Callable[[str], None] = print) -> None:
@@ -34,6 +38,8 @@ async def follow(bootstrap: str, prefix: str = "", on_line: Callable[[str], None
                 event = Event.FromString(record.value)
                 obj = event.involved_object
                 on_line(f"#{event.sequence} {event.reason} {obj.kind}/{obj.namespace}/{obj.name}: {event.message}")
+            elif record.value is None or record.key == MARK_KEY:
+                continue  # a tombstone (its DELETED change came just before) or a ResourceVersionMark
             else:
                 change = ObjectChange.FromString(record.value)
                 ref = change.object

@@ -9,6 +9,13 @@ transactions), so this module reads it back in full and replays it:
 
 - `read_log` reads both topics from the beginning to their end offsets with read_committed, so aborted
   transactions of a killed binder are invisible, as they are to every real consumer.
+- The objects topic is compacted and the events topic has a retention time, so "in full" means what Kafka
+  still holds. Each change names the version recorded before it (`previous_resource_version`): where a
+  record's predecessor is not the record read before it, compaction removed changes in between. Checks that
+  need the whole history of an object (created before any other change, victims recorded) are made for
+  the part of the log before the first such gap and relaxed after it; the checks on what remains (versions
+  strictly increase and never go back below the last recorded one, bindings, node capacity, event counts)
+  hold over the whole log. Events are numbered from where the events topic starts.
 - `audit` checks the invariants over a `Log` and returns human-readable violations naming the object
   (an empty list means the log is clean). It is pure, so its logic is unit-tested over hand-built logs.
 - `final_pods` and `pending_reasons` summarize where the replay ends, so a test can assert that every pod
@@ -32,9 +39,10 @@ from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
 from podsched.api.types import KIND_NODE, KIND_POD, POD_FAILED, POD_SUCCEEDED, Node, Pod, Resource
 from podsched.framework.resource import pod_requests
-from podsched_proto.events.v1.events_pb2 import Event, ObjectChange
+from podsched_proto.events.v1.events_pb2 import Event, ObjectChange, ResourceVersionMark
 
 OBJECTS_TOPIC = "podsched.objects.v1"
+MARK_KEY = b"podsched.resource-version-mark"  # podsched_service.codec.MARK_KEY, as a consumer would spell it
 EVENTS_TOPIC = "podsched.events.v1"
 
 ADDED = ObjectChange.ADDED
@@ -65,6 +73,23 @@ class Log:
     events: list[Event] = field(default_factory=list)
     change_offsets: list[int] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # Index into `changes` of the first record after a gap compaction left (len(changes) if none): before
+    # it the log is the whole history.
+    first_gap: int | None = None
+    # The ResourceVersionMark values in offset order, with the index of the change they follow.
+    marks: list[tuple[int, int]] = field(default_factory=list)
+    # Tombstones (deletions whose records compaction may remove) read on the objects topic.
+    tombstones: int = 0
+    # The events topic no longer starts at offset 0: retention removed its oldest events.
+    events_trimmed: bool = False
+
+    @property
+    def gap_index(self) -> int:
+        return len(self.changes) if self.first_gap is None else self.first_gap
+
+    @property
+    def compacted(self) -> bool:
+        return self.gap_index < len(self.changes)
 
 
 @dataclass(slots=True)
@@ -105,8 +130,9 @@ async def read_log(bootstrap: str, prefix: str, timeout: float = 30) -> Log:
         isolation_level="read_committed",
     )
     await consumer.start()
-    records: dict[TopicPartition, list[tuple[int, bytes | None]]] = defaultdict(list)
+    records: dict[TopicPartition, list[tuple[int, bytes | None, bytes | None]]] = defaultdict(list)
     ends: dict[TopicPartition, int] = {}
+    starts: dict[TopicPartition, int] = {}
     positions: dict[TopicPartition, int] = {}
     try:
         async with asyncio.timeout(timeout):
@@ -115,11 +141,12 @@ async def read_log(bootstrap: str, prefix: str, timeout: float = 30) -> Log:
                 consumer.assign(partitions)
                 await consumer.seek_to_beginning(*partitions)
                 ends = await consumer.end_offsets(partitions)
+                starts = await consumer.beginning_offsets(partitions)
                 positions = {tp: await consumer.position(tp) for tp in partitions}
                 while lagging := [tp for tp in partitions if positions[tp] < ends[tp]]:
                     batch = await consumer.getmany(*lagging, timeout_ms=500)
                     for tp, batch_records in batch.items():
-                        records[tp].extend((r.offset, r.value) for r in batch_records if r.offset < ends[tp])
+                        records[tp].extend((r.offset, r.key, r.value) for r in batch_records if r.offset < ends[tp])
                     # Control records (transaction markers) and aborted records move the position without
                     # being returned, so the position, not the record count, tells when the end is reached.
                     for tp in lagging:
@@ -129,7 +156,9 @@ async def read_log(bootstrap: str, prefix: str, timeout: float = 30) -> Log:
         raise TimeoutError(f"read_log: end offsets not reached within {timeout}s: {lag or 'no metadata'}") from None
     finally:
         await consumer.stop()
-    return _decode(records, objects_topic, events_topic)
+    log = _decode(records, objects_topic, events_topic)
+    log.events_trimmed = any(offset > 0 for tp, offset in starts.items() if tp.topic == events_topic)
+    return log
 
 
 async def _partitions(bootstrap: str, topics: list[str]) -> list[TopicPartition]:
@@ -155,7 +184,7 @@ async def _partitions(bootstrap: str, topics: list[str]) -> list[TopicPartition]
 
 
 def _decode(
-    records: dict[TopicPartition, list[tuple[int, bytes | None]]], objects_topic: str, events_topic: str
+    records: dict[TopicPartition, list[tuple[int, bytes | None, bytes | None]]], objects_topic: str, events_topic: str
 ) -> Log:
     log = Log()
     object_partitions = sorted(tp.partition for tp in records if tp.topic == objects_topic)
@@ -164,13 +193,22 @@ def _decode(
             f"{objects_topic} has records in partitions {object_partitions}: the writer's total order needs one"
         )
     for tp in sorted(records, key=lambda tp: (tp.topic != objects_topic, tp.partition)):
-        for offset, value in records[tp]:
+        for offset, key, value in records[tp]:
             where = f"{tp.topic}[{tp.partition}]@{offset}"
             try:
+                if value is None and tp.topic == objects_topic:
+                    log.tombstones += 1
+                    continue
                 if value is None:
                     raise ValueError("null value")
-                if tp.topic == objects_topic:
-                    log.changes.append(ObjectChange.FromString(value))
+                if tp.topic == objects_topic and key == MARK_KEY:
+                    log.marks.append((len(log.changes), ResourceVersionMark.FromString(value).resource_version))
+                elif tp.topic == objects_topic:
+                    change = ObjectChange.FromString(value)
+                    previous = log.changes[-1].resource_version if log.changes else 0
+                    if log.first_gap is None and change.previous_resource_version != previous:
+                        log.first_gap = len(log.changes)  # changes between the two were compacted away
+                    log.changes.append(change)
                     log.change_offsets.append(offset)
                 else:
                     log.events.append(Event.FromString(value))
@@ -253,23 +291,49 @@ def _overcommitted(pods: dict[str, tuple[str, Resource]], allocatable: Resource)
 
 def check_resource_versions(log: Log) -> list[str]:
     """Invariant 1: resource versions strictly increase in offset order. A repeated or lower version means a
-    write was applied twice (a replayed transaction) or written out of order."""
+    write was applied twice (a replayed transaction) or written out of order. On a compacted log also: each
+    change's predecessor is not older than a version already read (a writer that rebuilt from a compacted
+    log and lost track of the newest version would name an older one, then reuse versions), and no
+    ResourceVersionMark is below a change before it."""
     violations: list[str] = []
     previous: int | None = None
+    marks = dict(log.marks)
+    highest_mark = 0
     for i, change in enumerate(log.changes):
+        if i in marks:
+            highest_mark = max(highest_mark, marks[i])
         if previous is not None and change.resource_version <= previous:
             violations.append(
                 f"{_where(log, i)}: {_ref_label(change)} {_type_name(change)} has resource_version "
                 f"{change.resource_version}, not greater than the previous record's {previous}"
             )
+        if change.resource_version <= highest_mark:
+            violations.append(
+                f"{_where(log, i)}: {_ref_label(change)} {_type_name(change)} has resource_version "
+                f"{change.resource_version}, not greater than the ResourceVersionMark {highest_mark} before it"
+            )
+        if change.previous_resource_version and (  # 0: the first change, or written before the field existed
+            change.previous_resource_version >= change.resource_version
+            or (previous is not None and change.previous_resource_version < previous)
+        ):
+            violations.append(
+                f"{_where(log, i)}: {_ref_label(change)} {_type_name(change)} at resource_version "
+                f"{change.resource_version} names {change.previous_resource_version} as the change before it, "
+                f"but {previous} was already recorded"
+            )
         previous = change.resource_version if previous is None else max(previous, change.resource_version)
+    for index, version in log.marks:
+        newest = max((c.resource_version for c in log.changes[:index]), default=0)
+        if version < newest:
+            violations.append(f"ResourceVersionMark {version} after change {index} is below its version {newest}")
     return violations
 
 
 def check_lifecycles(log: Log) -> list[str]:
     """Invariant 1 (nothing duplicated or lost): each uid is ADDED once, before any other change, and
     changes no more after DELETED; a name is held by one live uid at a time (a re-created object has a new
-    uid, and re-applying an existing one is a MODIFIED, not a second ADDED)."""
+    uid, and re-applying an existing one is a MODIFIED, not a second ADDED). After a compaction gap a uid's
+    first record may be a later one: its ADDED was compacted away (superseded by that record)."""
     violations: list[str] = []
     added: set[str] = set()
     deleted: set[str] = set()
@@ -285,6 +349,9 @@ def check_lifecycles(log: Log) -> list[str]:
                 violations.append(f"{where}: {label} ADDED while uid {holder} of the same name is still live")
             added.add(ref.uid)
             live_uid[key] = ref.uid
+        elif ref.uid not in added and i >= log.gap_index:
+            added.add(ref.uid)  # its ADDED was superseded and compacted away
+            live_uid.setdefault(key, ref.uid)
         elif ref.uid not in added:
             violations.append(f"{where}: {label} {_type_name(change)} before any ADDED record (lost create?)")
         if ref.uid in deleted:
@@ -389,7 +456,8 @@ def check_node_capacity(log: Log, objects: list[Pod | Node | None] | None = None
 def check_preemptions(log: Log) -> list[str]:
     """Invariant 2: a victim always has lower priority than its preemptor. Priorities come from the pods'
     records (spec.priority is immutable, so every record of a uid must agree); a Preempted event naming a
-    pod the log never recorded, or with no preemptor, is itself a violation."""
+    pod the log never recorded, or with no preemptor, is itself a violation, except on a compacted log, where
+    a deleted pod's records are gone: the pair is then checked only if both pods are still recorded."""
     violations: list[str] = []
     priorities: dict[str, set[int]] = defaultdict(set)
     for change in log.changes:
@@ -413,7 +481,8 @@ def check_preemptions(log: Log) -> list[str]:
             label for label, ref in ((victim_label, victim), (preemptor_label, preemptor)) if ref.uid not in priorities
         ]
         if missing:
-            violations.append(f"Preempted event #{event.sequence}: no pod records for {' and '.join(missing)}")
+            if not log.compacted:
+                violations.append(f"Preempted event #{event.sequence}: no pod records for {' and '.join(missing)}")
             continue
         victim_priority, preemptor_priority = max(priorities[victim.uid]), min(priorities[preemptor.uid])
         if victim_priority >= preemptor_priority:
@@ -425,17 +494,20 @@ def check_preemptions(log: Log) -> list[str]:
 
 
 def check_event_sequences(log: Log) -> list[str]:
-    """Events are numbered 0..max with no gap (a gap is a lost event). A sequence may appear more than once
+    """Events are numbered 0..max with no gap (a gap is a lost event); once retention has removed the oldest,
+    from the first event still recorded for the first time (count 1). A sequence may appear more than once
     only as a count bump: same reason and involved object, with a strictly higher count each time."""
     violations: list[str] = []
     by_sequence: dict[int, list[Event]] = defaultdict(list)
     for event in log.events:
         by_sequence[event.sequence].append(event)
+    originals = [sequence for sequence, events in by_sequence.items() if events[0].count == 1]
+    first = min(originals, default=0) if log.events_trimmed else 0
     if by_sequence:
-        missing = sorted(set(range(max(by_sequence) + 1)) - set(by_sequence))
+        missing = sorted(set(range(first, max(by_sequence) + 1)) - set(by_sequence))
         if missing:
             shown = ", ".join(map(str, missing[:20])) + (f" ... ({len(missing)} in all)" if len(missing) > 20 else "")
-            violations.append(f"event sequence has gaps: missing {shown} of 0..{max(by_sequence)}")
+            violations.append(f"event sequence has gaps: missing {shown} of {first}..{max(by_sequence)}")
     for sequence, events in sorted(by_sequence.items()):
         first = events[0]
         label = f"{first.involved_object.namespace}/{first.involved_object.name} (uid {first.involved_object.uid})"
@@ -458,8 +530,14 @@ def check_event_sequences(log: Log) -> list[str]:
 
 
 def check_acknowledged(log: Log, acknowledged: Iterable[tuple[str, str, str]]) -> list[str]:
-    """Invariant 1: every write acknowledged to a client is in Kafka, i.e. has an ADDED record."""
-    added = {(c.object.kind, c.object.namespace, c.object.name) for c in log.changes if c.type == ADDED}
+    """Invariant 1: every write acknowledged to a client is in Kafka, i.e. has an ADDED record (on a compacted
+    log, any record: its ADDED may have been superseded; an object deleted since may have no record left, so
+    a test lists only objects it did not delete)."""
+    added = {
+        (c.object.kind, c.object.namespace, c.object.name)
+        for i, c in enumerate(log.changes)
+        if c.type == ADDED or (log.compacted and i >= log.gap_index)
+    }
     violations: list[str] = []
     for kind, namespace, name in acknowledged:
         if (kind, namespace, name) not in added:

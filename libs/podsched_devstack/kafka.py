@@ -437,6 +437,9 @@ class KafkaBroker(ManagedProcess):
                 "# heartbeats only travel over loopback inside one JVM.",
                 "broker.session.timeout.ms=5000",
                 "broker.heartbeat.interval.ms=1000",
+                "# The log cleaner looks for compactable logs every 15 s by default; podsched.objects.v1 is",
+                "# compacted, and 1 s lets a test see compaction without waiting. The check is cheap.",
+                "log.cleaner.backoff.ms=1000",
                 "",
             ]
         )

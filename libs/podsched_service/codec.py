@@ -21,6 +21,9 @@ from podsched_proto.filter.v1 import filter_pb2
 
 OBJECTS_TOPIC = "podsched.objects.v1"
 EVENTS_TOPIC = "podsched.events.v1"
+# The key of the ResourceVersionMark records on the objects topic (never an object's key: those are
+# "<kind>/<namespace>/<name>").
+MARK_KEY = b"podsched.resource-version-mark"
 
 _CHANGE_TYPES = {
     ADDED: events_pb2.ObjectChange.ADDED,
@@ -89,13 +92,29 @@ def change_message(
     return message
 
 
-def change_record(change: Change, writer: str, now: float) -> tuple[ApiObject, bytes, bytes, bytes]:
-    """A cluster Change as (the object it records, key, serialized ObjectChange, the object's JSON)."""
+def change_record(
+    change: Change, writer: str, now: float, previous_version: int
+) -> tuple[ApiObject, bytes, bytes, bytes]:
+    """A cluster Change as (the object it records, key, serialized ObjectChange, the object's JSON).
+    `previous_version` is the version of the change recorded just before it on the topic."""
     obj = change.new if change.new is not None else change.old
     assert obj is not None
     object_json = to_json(obj)
-    value = change_message(change.type, obj, writer, now, object_json).SerializeToString()
-    return obj, object_key(obj), value, object_json
+    message = change_message(change.type, obj, writer, now, object_json)
+    message.previous_resource_version = previous_version
+    return obj, object_key(obj), message.SerializeToString(), object_json
+
+
+def mark_record(version: int) -> tuple[bytes, bytes]:
+    """(key, value) of the ResourceVersionMark saying `version` is the last change recorded."""
+    return MARK_KEY, events_pb2.ResourceVersionMark(resource_version=version).SerializeToString()
+
+
+def mark_version(key: bytes | None, value: bytes | None) -> int | None:
+    """The version a record of the objects topic marks, or None for a change or a tombstone."""
+    if key != MARK_KEY or value is None:
+        return None
+    return int(events_pb2.ResourceVersionMark.FromString(value).resource_version)
 
 
 def decode_change(value: bytes) -> tuple[str, ApiObject, int]:

@@ -1,15 +1,20 @@
 """The two topics and how services read them.
 
 podsched.objects.v1 has one partition: the binder's resource versions are a total order over every
-kind, and a replica that has applied version V has applied everything before it. podsched.events.v1
-also has one partition by default; records are keyed by the involved object's UID, so more
-partitions keep each object's events in order. Both keep records forever (retention.ms=-1): the
-log is the cluster's durable state, replayed by every service on start."""
+kind, and a replica that has applied version V has applied everything before it. It is compacted
+and keyed by object: Kafka keeps each object's newest record, and a deletion's tombstone lets the
+object's records go, so the topic (and the replay every service does on start) is the size of the
+live cluster, not of its history. podsched.events.v1 also has one partition by default; records
+are keyed by the involved object's UID, so more partitions keep each object's events in order. It
+keeps events for a retention time, as the API server keeps Events for its --event-ttl.
+
+The binder owns both topics: it creates them with `TopicSettings`, and on every start alters an
+existing topic whose settings differ (a topic created before compaction existed included)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -22,17 +27,61 @@ from podsched_service.codec import topics
 
 log = logging.getLogger(__name__)
 
-TOPIC_CONFIG = {"retention.ms": "-1"}
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TopicSettings:
+    """How the binder configures its two topics (the binder's PODSCHED_OBJECTS_* and
+    PODSCHED_EVENTS_* settings; docs/topics.md says what each one does)."""
+
+    # podsched.objects.v1: the cleaner compacts only closed segments; a segment closes after this
+    # many milliseconds (or bytes), so a quiet cluster's history is compacted too.
+    objects_segment_ms: int = 600_000
+    objects_segment_bytes: int = 64 * 1024 * 1024
+    # Compaction starts once this fraction of the log is superseded records.
+    objects_min_cleanable_dirty_ratio: float = 0.5
+    # Records younger than this (milliseconds) are never compacted: a Watch resumes from any
+    # version this recent.
+    objects_min_compaction_lag_ms: int = 300_000
+    # How long a deletion's tombstone stays (milliseconds): a follower that falls further behind
+    # than this may miss a deletion, and must relist.
+    objects_delete_retention_ms: int = 86_400_000
+    # podsched.events.v1: milliseconds an event is kept (the API server's --event-ttl is 1 h).
+    events_retention_ms: int = 3_600_000
+
+    def objects_config(self) -> dict[str, str]:
+        return {
+            "cleanup.policy": "compact",
+            "segment.ms": str(self.objects_segment_ms),
+            "segment.bytes": str(self.objects_segment_bytes),
+            "min.cleanable.dirty.ratio": str(self.objects_min_cleanable_dirty_ratio),
+            "min.compaction.lag.ms": str(self.objects_min_compaction_lag_ms),
+            "delete.retention.ms": str(self.objects_delete_retention_ms),
+        }
+
+    def events_config(self) -> dict[str, str]:
+        return {
+            "cleanup.policy": "delete",
+            "retention.ms": str(self.events_retention_ms),
+            # Retention deletes whole closed segments: one closes at least every retention period,
+            # so an event is gone at most twice the retention after it was written.
+            "segment.ms": str(self.events_retention_ms),
+        }
 
 
-async def ensure_topics(bootstrap: str, prefix: str, timeout: float = 60.0) -> None:
-    """Create both topics if they do not exist and wait until each partition has a leader."""
-    await ensure_topic_names(bootstrap, list(topics(prefix)), TOPIC_CONFIG, timeout)
+async def ensure_topics(bootstrap: str, prefix: str, settings: TopicSettings, timeout: float = 60.0) -> None:
+    """Create both topics if they do not exist, bring existing ones to `settings`, and wait until each
+    partition has a leader."""
+    objects_topic, events_topic = topics(prefix)
+    await ensure_topic_names(bootstrap, [objects_topic], settings.objects_config(), timeout, alter=True)
+    await ensure_topic_names(bootstrap, [events_topic], settings.events_config(), timeout, alter=True)
 
 
-async def ensure_topic_names(bootstrap: str, names: list[str], config: dict[str, str], timeout: float = 60.0) -> None:
+async def ensure_topic_names(
+    bootstrap: str, names: list[str], config: dict[str, str], timeout: float = 60.0, alter: bool = False
+) -> None:
     """Create the topics (one partition, the cluster's replication factor, `config`) that do not
-    exist, and wait until each partition has a leader."""
+    exist, and wait until each partition has a leader. With `alter`, a topic that exists with other
+    settings is altered to `config`."""
     deadline = asyncio.get_running_loop().time() + timeout
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=10_000)
     await _retry_until(admin.start, deadline, "connect to Kafka at " + bootstrap)
@@ -40,8 +89,14 @@ async def ensure_topic_names(bootstrap: str, names: list[str], config: dict[str,
         replicas = await cluster_replication_factor(admin)
         wanted = [NewTopic(name, 1, replicas, topic_configs=dict(config)) for name in names]
         for topic in wanted:
-            with contextlib.suppress(TopicAlreadyExistsError):
-                await admin.create_topics([topic])
+            try:
+                response = await admin.create_topics([topic])
+                # The response carries per-topic errors: (name, code, message) from v1 on.
+                exists = any(error[1] == TopicAlreadyExistsError.errno for error in response.topic_errors)
+            except TopicAlreadyExistsError:
+                exists = True
+            if exists and alter:
+                await _alter_if_different(admin, topic.name, config)
         while True:
             described = await admin.describe_topics(names)
             ready = all(
@@ -72,6 +127,29 @@ async def cluster_replication_factor(admin: AIOKafkaAdminClient) -> int:
     return int(entry["config_value"])
 
 
+async def _alter_if_different(admin: AIOKafkaAdminClient, name: str, config: dict[str, str]) -> None:
+    """Bring an existing topic to `config` (e.g. a topic created before the log was compacted: it
+    becomes compacted, and the cleaner then shrinks it to the live objects)."""
+    resource = ConfigResource(ConfigResourceType.TOPIC, name, configs=None)
+    described = await admin.describe_configs([resource])
+    current: dict[str, str] = {}
+    for response in described:
+        for resource_result in response.resources:  # (error, message, type, name, entries)
+            current.update({entry[0]: entry[1] for entry in resource_result[4]})
+    differs = {key: (current.get(key), value) for key, value in config.items() if current.get(key) != value}
+    if not differs:
+        return
+    # AlterConfigs sets the topic's whole override set: `config` is all of it (min.insync.replicas and
+    # the rest are the cluster's).
+    responses = await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, name, configs=dict(config))])
+    for response in responses:
+        for error_code, error_message, *_ in response.resources:
+            if error_code:
+                raise RuntimeError(f"altering topic {name} to {config} failed: {error_code} {error_message}")
+    changes = ", ".join(f"{key} {old} -> {new}" for key, (old, new) in sorted(differs.items()))
+    log.warning("topic %s existed with other settings; altered: %s", name, changes)
+
+
 async def _retry_until(start: Callable[[], Awaitable[None]], deadline: float, what: str) -> None:
     while True:
         try:
@@ -87,8 +165,10 @@ class LogReader:
     """Reads whole topics from the beginning (read_committed: aborted transactions never appear),
     without a consumer group: every service rebuilds from offset 0 and nothing needs committing."""
 
-    def __init__(self, bootstrap: str, topic_names: list[str]) -> None:
+    def __init__(self, bootstrap: str, topic_names: list[str], tails: dict[str, int] | None = None) -> None:
         self.topic_names = topic_names
+        # topic -> how many of its last records to read, instead of all of them.
+        self.tails = tails or {}
         self.consumer = AIOKafkaConsumer(
             bootstrap_servers=bootstrap,
             isolation_level="read_committed",
@@ -114,6 +194,12 @@ class LogReader:
             self.partitions += [TopicPartition(topic, p) for p in sorted(found)]
         self.consumer.assign(self.partitions)
         await self.consumer.seek_to_beginning(*self.partitions)
+        tailed = [tp for tp in self.partitions if tp.topic in self.tails]
+        if tailed:
+            starts = await self.consumer.beginning_offsets(tailed)
+            ends = await self.consumer.end_offsets(tailed)
+            for tp in tailed:
+                self.consumer.seek(tp, max(starts[tp], ends[tp] - self.tails[tp.topic]))
 
     async def end_offsets(self) -> dict[TopicPartition, int]:
         result: dict[TopicPartition, int] = await self.consumer.end_offsets(self.partitions)

@@ -19,7 +19,7 @@ from prometheus_client import Counter, Gauge
 from podsched.cluster import events as ev
 from podsched.cluster.state import Cluster
 from podsched_proto.events.v1 import events_pb2
-from podsched_service.codec import decode_change, event_from_proto, topics
+from podsched_service.codec import decode_change, event_from_proto, mark_version, topics
 from podsched_service.kafka_log import LogReader
 from podsched_service.telemetry import process_span, tracing_enabled
 
@@ -35,11 +35,21 @@ RESOURCE_VERSION = Gauge("podsched_replica_resource_version", "The last resource
 
 
 class Replica:
-    def __init__(self, cluster: Cluster, bootstrap: str, prefix: str, follow_events: bool = False) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        bootstrap: str,
+        prefix: str,
+        follow_events: bool = False,
+        events_tail: int | None = None,
+    ) -> None:
+        """`events_tail`: read only that many of the newest event records (the binder needs the next
+        sequence and the recent events a repeat is matched against, not the whole retention window)."""
         self.cluster = cluster
         self.objects_topic, self.events_topic = topics(prefix)
         names = [self.objects_topic] + ([self.events_topic] if follow_events else [])
-        self.reader = LogReader(bootstrap, names)
+        tails = {self.events_topic: events_tail} if events_tail is not None else None
+        self.reader = LogReader(bootstrap, names, tails)
         self.version = 0  # the last resource version applied
         self._early_events: dict[int, ev.Event] = {}  # events that arrived before their predecessors
         self._progress = asyncio.Condition()
@@ -49,8 +59,8 @@ class Replica:
 
     @property
     def event_sequence(self) -> int:
-        """The last event sequence applied with every earlier one (-1: none)."""
-        return len(self.cluster.events) - 1
+        """The last event sequence applied with every earlier one still in the log (-1: none)."""
+        return self.cluster.recorder.next_sequence - 1
 
     async def replay(self) -> int:
         """Apply the log up to its current end; returns how many records were read."""
@@ -91,6 +101,15 @@ class Replica:
 
     def _apply(self, record: ConsumerRecord) -> None:
         if record.topic == self.objects_topic:
+            if record.value is None:
+                return  # a tombstone: the DELETED record before it was the change
+            marked = mark_version(record.key, record.value)
+            if marked is not None:
+                # Versions up to the mark were handed out, even if compaction removed their changes.
+                if marked > self.version:
+                    self.version = marked
+                    self.cluster.restore_resource_version(marked)
+                return
             change_type, obj, version = decode_change(record.value)
             if version <= self.version:
                 return  # already applied (cannot happen with transactions; cheap to guard)
@@ -98,12 +117,15 @@ class Replica:
             self.version = version
             return
         event = event_from_proto(events_pb2.Event.FromString(record.value))
-        if event.sequence <= len(self.cluster.events):
+        recorder = self.cluster.recorder
+        if not recorder.events and event.count > 1:
+            return  # a repeat whose first record has expired (the topic's retention)
+        if not recorder.events or event.sequence <= recorder.next_sequence:
             self.cluster.restore_event(event)
         else:
             self._early_events[event.sequence] = event
-        while len(self.cluster.events) in self._early_events:
-            self.cluster.restore_event(self._early_events.pop(len(self.cluster.events)))
+        while recorder.next_sequence in self._early_events:
+            self.cluster.restore_event(self._early_events.pop(recorder.next_sequence))
 
     async def wait_for(self, version: int, event_sequence: int = -1, timeout: float = 30.0) -> None:
         """Until this copy has applied `version` (and every event up to `event_sequence`)."""

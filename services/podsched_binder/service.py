@@ -41,6 +41,7 @@ from podsched_service import telemetry
 from podsched_service.codec import (
     change_record,
     event_record,
+    mark_record,
     status_code,
     status_code_of,
     to_json,
@@ -69,11 +70,16 @@ BATCH_OPERATIONS = Histogram(
     buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
 )
 EVENTS = Counter("podsched_events_total", "Events the binder recorded, by type and reason.", ["type", "reason"])
+# Event records a restarting binder reads back: it numbers new events after the newest and matches a
+# repeat against a pod's recent events (EventRecorder looks at the last 50), so the newest records are
+# enough, however many the events topic keeps for its retention time.
+EVENTS_REPLAYED = 5000
 # Decisions the binder logs one line each for (the queue logs Scheduled and FailedScheduling).
 LOGGED_REASONS = frozenset({ev.PREEMPTED, ev.NOMINATED, ev.NOMINATION_CLEARED, ev.KILLING, ev.DELETED})
 
-# A record waiting for the batch's transaction: (topic, key, value, the trace context it belongs to).
-PendingRecord = tuple[str, bytes, bytes, otel_context.Context]
+# A record waiting for the batch's transaction: (topic, key, value, the trace context it belongs to);
+# a None value is a tombstone.
+PendingRecord = tuple[str, bytes, bytes | None, otel_context.Context]
 
 
 @dataclass
@@ -101,6 +107,10 @@ class Binder:
         self.cluster.event_listeners.append(self._on_event)
         self._recording = False
         self._records: list[PendingRecord] = []
+        # The version of the last change recorded on the objects topic: each record names it as its
+        # predecessor (readers detect compaction's gaps) and each transaction marks it (compaction
+        # never takes the highest version away). Set from the log on rebuild.
+        self._last_recorded_version = 0
         # The JSON of each object this batch recorded, by id (the object is held, so no id is reused
         # within the batch): a write answers with the JSON its record carries instead of encoding again.
         self._batch_json: dict[int, tuple[Any, bytes]] = {}
@@ -120,12 +130,18 @@ class Binder:
     def _on_change(self, change: Change) -> None:
         if not self._recording:
             return
-        obj, key, value, object_json = change_record(change, WRITER, self.clock())
+        obj, key, value, object_json = change_record(change, WRITER, self.clock(), self._last_recorded_version)
+        self._last_recorded_version = obj.metadata.resource_version
         self._batch_json[id(obj)] = (obj, object_json)
         context = otel_context.get_current()
         if telemetry.tracing_enabled() and change.kind == KIND_POD:
             context = self._trace_pod_change(change, context)
         self._records.append((self.objects_topic, key, value, context))
+        if change.type == REMOVED:
+            # The tombstone lets compaction remove the object's records, the DELETED one included,
+            # once followers have had delete.retention.ms to see it; the DELETED record before it
+            # tells live followers what was deleted, at which version.
+            self._records.append((self.objects_topic, key, None, context))
 
     def _trace_pod_change(self, change: Change, context: otel_context.Context) -> otel_context.Context:
         """Remember where an eviction happened; give a removal after the grace period a
@@ -187,7 +203,7 @@ class Binder:
 
     async def start(self) -> None:
         config = self.config
-        await ensure_topics(config.kafka_bootstrap_servers, config.topic_prefix)
+        await ensure_topics(config.kafka_bootstrap_servers, config.topic_prefix, config.topic_settings())
         self.producer = AIOKafkaProducer(
             bootstrap_servers=config.kafka_bootstrap_servers,
             transactional_id=config.transactional_id,
@@ -208,11 +224,20 @@ class Binder:
     async def _rebuild(self) -> None:
         """Replay the log into the binder's own state, exactly as a replica does (nothing is
         recorded meanwhile: `_recording` is off)."""
-        replica = Replica(self.cluster, self.config.kafka_bootstrap_servers, self.config.topic_prefix, True)
+        replica = Replica(
+            self.cluster,
+            self.config.kafka_bootstrap_servers,
+            self.config.topic_prefix,
+            follow_events=True,
+            events_tail=EVENTS_REPLAYED,
+        )
         try:
             count = await replica.replay()
         finally:
             await replica.stop()
+        # The newest change or mark in the log: compaction may have removed the change records of
+        # the highest versions (deleted objects), never the mark of the last transaction.
+        self._last_recorded_version = replica.version
         log.info(
             "rebuilt from %d records: %d pods, %d nodes, resource version %d, %d events",
             count,
@@ -277,6 +302,10 @@ class Binder:
             self._termination_contexts.clear()
             self._batch_json.clear()
         records, self._records = self._records, []
+        last_change = next((r for r in reversed(records) if r[0] == self.objects_topic), None)
+        if last_change is not None:  # sent under the last change's trace context: no trace of its own
+            key, value = mark_record(self._last_recorded_version)
+            records.append((self.objects_topic, key, value, last_change[3]))
         if records:
             try:
                 await self._commit(records)
@@ -362,7 +391,7 @@ class Binder:
         return recorded[1] if recorded is not None and recorded[0] is obj else to_json(obj)
 
     def versions(self) -> tuple[int, int]:
-        return self.cluster.resource_version, len(self.cluster.events) - 1
+        return self.cluster.resource_version, self.cluster.recorder.next_sequence - 1
 
 
 class BinderServicer(binder_pb2_grpc.BinderServicer):

@@ -12,8 +12,23 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit import ADDED, DELETED, MODIFIED, Log, PodState, audit, final_pods, pending_reasons
-from podsched_proto.events.v1.events_pb2 import Event, ObjectChange, ObjectReference
+from aiokafka import TopicPartition
+
+from audit import (
+    ADDED,
+    DELETED,
+    EVENTS_TOPIC,
+    MARK_KEY,
+    MODIFIED,
+    OBJECTS_TOPIC,
+    Log,
+    PodState,
+    _decode,
+    audit,
+    final_pods,
+    pending_reasons,
+)
+from podsched_proto.events.v1.events_pb2 import Event, ObjectChange, ObjectReference, ResourceVersionMark
 
 NS = "default"
 
@@ -330,3 +345,90 @@ def test_undecodable_object_and_read_problems_are_reported() -> None:
     assert len(violations) == 2, violations
     assert any("default/huge" in v and "does not decode" in v for v in violations)
     assert "podsched.events.v1[0]@7: cannot decode record" in violations
+
+
+# --- a compacted objects topic and an events topic with retention ------------------------------------------
+
+
+def kafka_records(
+    b: LogBuilder, compact: bool, marks: bool = True
+) -> dict[TopicPartition, list[tuple[int, bytes | None, bytes | None]]]:
+    """The builder's log as the binder writes it to Kafka (each change naming its predecessor, a mark after
+    each change, a tombstone after each DELETED), then, with `compact`, what Kafka's compaction keeps: the
+    newest record of each key, tombstones gone."""
+    objects, events = TopicPartition(OBJECTS_TOPIC, 0), TopicPartition(EVENTS_TOPIC, 0)
+    written: list[tuple[int, bytes | None, bytes | None]] = []
+    previous = 0
+    for change in b.log.changes:
+        change.previous_resource_version = previous
+        previous = change.resource_version
+        key = f"{change.object.kind}/{change.object.namespace}/{change.object.name}".encode()
+        written.append((len(written), key, change.SerializeToString()))
+        if change.type == DELETED:
+            written.append((len(written), key, None))
+        if marks:
+            written.append((len(written), MARK_KEY, ResourceVersionMark(resource_version=previous).SerializeToString()))
+    if compact:
+        newest = {key: offset for offset, key, _ in written}
+        written = [r for r in written if newest[r[1]] == r[0] and r[2] is not None]
+    return {
+        objects: written,
+        events: [(i, e.involved_object.uid.encode(), e.SerializeToString()) for i, e in enumerate(b.log.events)],
+    }
+
+
+def compacted_story() -> LogBuilder:
+    """The preemption story, then more changes of the surviving pods (superseding their early records)."""
+    b = preemption_story()
+    b.update("low-b", nominated="")
+    b.update("high", nominated="")
+    return b
+
+
+def test_a_compacted_log_is_clean_and_its_gap_is_found() -> None:
+    b = compacted_story()
+    full = _decode(kafka_records(b, compact=False), OBJECTS_TOPIC, EVENTS_TOPIC)
+    assert not full.compacted and full.tombstones == 1 and audit(full) == []
+    log = _decode(kafka_records(b, compact=True), OBJECTS_TOPIC, EVENTS_TOPIC)
+    assert log.compacted and log.tombstones == 0
+    assert {c.type for c in log.changes} == {MODIFIED, ADDED}  # low-b's and high's ADDED were superseded
+    assert audit(log, [("Pod", NS, "high"), ("Pod", NS, "low-b"), ("Node", "", "n1")]) == []
+
+
+def test_a_record_missing_from_the_log_is_seen_as_a_gap_where_it_was() -> None:
+    b = compacted_story()
+    records = kafka_records(b, compact=False)
+    objects = next(tp for tp in records if tp.topic == OBJECTS_TOPIC)
+    changes = [r for r in records[objects] if r[1] != MARK_KEY and r[2] is not None]
+    lost = changes[3]
+    records[objects].remove(lost)
+    log = _decode(records, OBJECTS_TOPIC, EVENTS_TOPIC)
+    assert log.first_gap == 3, log.first_gap
+
+
+def test_a_writer_that_reuses_versions_after_compaction_is_reported() -> None:
+    """A binder rebuilt from a compacted log that forgot the mark would continue from the newest change still
+    recorded, naming it as its predecessor and handing out versions a client has already seen."""
+    b = compacted_story()
+    records = kafka_records(b, compact=True)
+    objects = next(tp for tp in records if tp.topic == OBJECTS_TOPIC)
+    reused = ObjectChange.FromString(records[objects][-2][2])  # the last change before the last mark
+    reused.resource_version = reused.resource_version - 1  # below the deletion's version, which was seen
+    reused.previous_resource_version = reused.resource_version - 1
+    records[objects].append((10_000, b"Pod/default/again", reused.SerializeToString()))
+    violations = audit(_decode(records, OBJECTS_TOPIC, EVENTS_TOPIC))
+    assert any("not greater than the ResourceVersionMark" in v for v in violations), violations
+    assert any("names" in v and "as the change before it" in v for v in violations), violations
+
+
+def test_events_removed_by_retention_are_no_gap_but_a_later_loss_is() -> None:
+    b = preemption_story()
+    expired = 3
+    b.log.events = [e for e in b.log.events if e.sequence >= expired]
+    b.log.events_trimmed = True
+    assert audit(b.log) == []
+    b.log.events_trimmed = False
+    only(audit(b.log), "gaps", "missing 0, 1, 2 of 0..")
+    b.log.events_trimmed = True
+    b.log.events = [e for e in b.log.events if e.sequence != expired + 1]
+    only(audit(b.log), "gaps", f"missing {expired + 1} of {expired}..")

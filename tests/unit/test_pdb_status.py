@@ -251,7 +251,7 @@ def test_a_replica_following_the_log_keeps_the_binders_status(cluster: Cluster) 
     never compute PDB status themselves: the status must survive the record's encoding."""
     replica = Cluster(lambda: NOW, authoritative=False)
     records: list[bytes] = []
-    cluster.listeners.append(lambda change: records.append(change_record(change, "binder", NOW)[2]))
+    cluster.listeners.append(lambda change: records.append(change_record(change, "binder", NOW, 0)[2]))
     cluster.apply(new_pod("a"))
     cluster.apply(budget(min_available=1))
     cluster.apply(new_pod("b"))

@@ -95,11 +95,14 @@ def ref(obj: ApiObject) -> ObjectReference:
 
 class EventRecorder:
     """The cluster's event log, as the Kubernetes event recorder keeps it: a repeat of an object's
-    last event only bumps its count. `sequence` is an event's position in `events`."""
+    last event only bumps its count. `sequence` is an event's position in the cluster's whole event
+    history; `events` holds the ones from `first_sequence` on (the log keeps events for a retention
+    time, so a copy rebuilt from it starts where the log starts)."""
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
         self.events: list[Event] = []
+        self.first_sequence = 0  # the sequence of events[0]
         # Called with every recorded Event, new or repeated (its count bumped).
         self.listeners: list[Callable[[Event], None]] = []
 
@@ -141,20 +144,32 @@ class EventRecorder:
             ref(related) if related is not None else None,
             1,
             now,
-            len(self.events),
+            self.next_sequence,
         )
         self.events.append(event)
         self._notify(event)
         return event
 
+    @property
+    def next_sequence(self) -> int:
+        """The sequence the next new event gets."""
+        return self.first_sequence + len(self.events)
+
     def restore(self, event: Event) -> None:
-        """Take one Event from the binder's log (a repeat carries the sequence it was first given)."""
-        if event.sequence < len(self.events):
-            self.events[event.sequence] = event
-        elif event.sequence == len(self.events):
+        """Take one Event from the binder's log (a repeat carries the sequence it was first given).
+        The first event restored into an empty log sets where it starts (older ones have expired);
+        a repeat of an event older than that is dropped, as its first record was."""
+        if not self.events and self.first_sequence == 0:
+            self.first_sequence = event.sequence
+        index = event.sequence - self.first_sequence
+        if index < 0:
+            return
+        if index < len(self.events):
+            self.events[index] = event
+        elif index == len(self.events):
             self.events.append(event)
         else:
-            raise ValueError(f"event sequence {event.sequence} skips {len(self.events)}..{event.sequence - 1}")
+            raise ValueError(f"event sequence {event.sequence} skips {self.next_sequence}..{event.sequence - 1}")
         self._notify(event)
 
     def _notify(self, event: Event) -> None:

@@ -105,6 +105,7 @@ class Cluster:
         self.refresh_pdb_status = self.disruption.refresh
         self.record = self.recorder.record
         self.restore_event = self.recorder.restore
+        self.restore_resource_version = store.restore_resource_version
         self.quotas_in = store.quotas_in
 
         for priority_class in builtin_priority_classes():

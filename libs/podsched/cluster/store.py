@@ -230,10 +230,33 @@ class Store:
 
     # --- following the binder's log -------------------------------------------------------------
 
+    def restore_resource_version(self, version: int) -> None:
+        """The log says versions up to `version` were handed out (its changes may have been compacted
+        away): never assign one of them again."""
+        self.resource_version = max(self.resource_version, version)
+
+    def _stored(self, obj: ApiObject) -> Any:
+        if isinstance(obj, Pod):
+            return self.pods_by_uid.get(obj.uid)
+        if isinstance(obj, Node):
+            return self.nodes.get(obj.name)
+        if isinstance(obj, PriorityClass):
+            return self.priority_classes.get(obj.name)
+        if isinstance(obj, ResourceQuota):
+            return self.resource_quotas.get(obj.key)
+        if isinstance(obj, PodDisruptionBudget):
+            return self.pdbs.get(obj.key)
+        return None
+
     def restore(self, change_type: str, obj: ApiObject) -> None:
         """Apply one change exactly as the binder recorded it: no admission, no events, the recorded
         resource version. Listeners hear the change as if it had happened here."""
         self.resource_version = max(self.resource_version, obj.metadata.resource_version)
+        if change_type == REMOVED:
+            # Listeners hear the removal with the deletion's own version, as the binder's did.
+            stored = self._stored(obj)
+            if stored is not None:
+                stored.metadata.resource_version = obj.metadata.resource_version
         if isinstance(obj, Pod):
             old = self.pods_by_uid.get(obj.uid)
             same_name = self.pods.get(obj.key)
