@@ -8,7 +8,7 @@ raised as `RequestFailedError` carrying the line to print, so callers never see 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -17,30 +17,9 @@ from podsched_cli import tracing
 from podsched_cli.errors import RequestFailedError
 from podsched_cli.kubeconfig import Connection
 from podsched_cli.output import rpc_error_message
+from podsched_cli.watching import ResumingWatch, WatchPoint
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
-
-
-class EventWatch:
-    """A running `Watch(include_events=True)`: iterate for events, `cancel()` to stop."""
-
-    def __init__(self, call: Any, client: PodSchedClient) -> None:
-        self._call = call
-        self._client = client
-
-    def __iter__(self) -> Iterator[events_pb2.Event]:
-        try:
-            for item in self._call:
-                # kinds=[] also streams object changes; `events` only shows events.
-                if item.WhichOneof("item") == "event":
-                    yield item.event
-        except grpc.RpcError as error:
-            if error.code() == grpc.StatusCode.CANCELLED:
-                return
-            raise self._client.failure(error) from None
-
-    def cancel(self) -> None:
-        self._call.cancel()
 
 
 class PodSchedClient:
@@ -132,11 +111,27 @@ class PodSchedClient:
         response: api_pb2.ListEventsResponse = self._call(self._stub.ListEvents, request)
         return list(response.events)
 
-    def watch_events(self, namespace: str) -> EventWatch:
-        """Follow new events of `namespace` ("" for every namespace). No deadline: it runs until
-        cancelled. The call starts at once, so events recorded while a list is read are not missed."""
-        request = api_pb2.WatchRequest(include_events=True, namespace=namespace)
-        return EventWatch(self._stub.Watch(request, metadata=self._metadata), self)
+    def watch(
+        self,
+        template: api_pb2.WatchRequest,
+        point: WatchPoint,
+        on_open: Callable[[api_pb2.WatchRequest], None] | None = None,
+    ) -> ResumingWatch:
+        """Follow the cluster from `point` on, across dropped connections and server restarts (the watch
+        resumes where it broke off). No deadline: it runs until cancelled. Each call starts at once, so
+        events recorded while a list is read are not missed."""
+        return ResumingWatch(
+            lambda request: self._stub.Watch(request, metadata=self._metadata),
+            template,
+            point,
+            self.failure,
+            on_open=on_open,
+        )
+
+    def watch_events(self, namespace: str) -> ResumingWatch:
+        """Follow the events of `namespace` ("" for every namespace) from now on."""
+        template = api_pb2.WatchRequest(include_events=True, events_only=True, namespace=namespace)
+        return self.watch(template, WatchPoint())
 
 
 def _tls_failure(details: str) -> bool:

@@ -8,6 +8,7 @@ line in `output`, the resource names in `resources`.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -203,6 +204,10 @@ def _get(args: argparse.Namespace) -> int:
     named = any(name is not None for _, name in targets)
     if named and args.all_namespaces:
         raise UsageError("a resource cannot be retrieved by name across all namespaces")
+    if args.watch:
+        if len({resource.plural for resource, _ in targets}) > 1:
+            raise UsageError("you may only specify a single resource type")
+        return _get_watch(args, targets[0][0], {name for _, name in targets if name is not None})
     failed = False
     groups: dict[str, tuple[Any, list[dict[str, Any]]]] = {}
     with _connect(args) as client:
@@ -235,6 +240,83 @@ def _get(args: argparse.Namespace) -> int:
     elif not failed and not named:
         _err(no_resources_message(targets[0][0], args.namespace or "", args.all_namespaces))
     return 1 if failed else 0
+
+
+def _get_watch(args: argparse.Namespace, resource: Any, names: set[str]) -> int:
+    """`get KIND [NAME...] --watch`: the current objects as `get` prints them, then one row (or JSON line)
+    per change until Ctrl-C, across dropped connections and server restarts, nothing shown twice."""
+    from podsched_cli.output import (
+        column_widths,
+        format_event_json_line,
+        format_objects,
+        format_table,
+        no_resources_message,
+        padded_row,
+        table_header_and_rows,
+    )
+    from podsched_cli.watching import ObjectsSeen, WatchPoint
+    from podsched_proto.api.v1 import api_pb2
+    from podsched_proto.events.v1 import events_pb2
+
+    namespace = "" if args.all_namespaces or not resource.namespaced else (args.namespace or "default")
+    template = api_pb2.WatchRequest(kinds=[resource.kind], namespace=namespace)
+    seen = ObjectsSeen()
+    wide = args.output == "wide"
+    widths: list[int] | None = None
+    listed: list[dict[str, Any]] | None = []  # the first state, printed as one table at its bookmark
+
+    def relisting(request: api_pb2.WatchRequest) -> None:
+        if request.since_resource_version == 0:
+            seen.start_relist()
+
+    def show(objects: list[dict[str, Any]]) -> None:
+        nonlocal widths
+        if not objects:
+            return
+        if args.output in ("json", "yaml"):
+            if args.output == "json":
+                _out("".join(format_event_json_line(obj) for obj in objects))
+            else:
+                _out("".join("---\n" + format_objects([obj], "yaml", single=True) for obj in objects))
+            return
+        header, rows = table_header_and_rows(
+            resource, objects, time.time(), wide=wide, all_namespaces=args.all_namespaces
+        )
+        if widths is None:
+            widths = column_widths(header, rows)
+            _out(format_table(resource, objects, time.time(), wide=wide, all_namespaces=args.all_namespaces))
+        else:
+            _out("".join(padded_row(row, widths) + "\n" for row in rows))
+
+    with _connect(args) as client:
+        watch = client.watch(template, WatchPoint(), on_open=relisting)
+        try:
+            for item in watch:
+                which = item.WhichOneof("item")
+                if which == "change":
+                    change = item.change
+                    obj = json.loads(change.object_json)
+                    if names and change.object.name not in names:
+                        continue
+                    deleted = change.type == events_pb2.ObjectChange.DELETED
+                    if seen.is_new(change.object.uid, change.resource_version, obj, deleted):
+                        if listed is not None:
+                            listed.append(obj)
+                        else:
+                            show([obj])
+                elif which == "bookmark_resource_version":
+                    gone = seen.end_relist()
+                    if listed is not None:
+                        if not listed and not names:
+                            _err(no_resources_message(resource, args.namespace or "", args.all_namespaces))
+                        show(listed)
+                        listed = None
+                    show(gone)
+        except KeyboardInterrupt:
+            return 0  # Ctrl-C is how a watch ends
+        finally:
+            watch.cancel()
+    return 0
 
 
 # --- delete -------------------------------------------------------------------------------------------
@@ -400,11 +482,14 @@ def _events(args: argparse.Namespace) -> int:
 
     namespace = args.namespace or "default"
     with _connect(args) as client:
-        # Start following before listing, so nothing recorded in between is lost; the overlap is
-        # removed by sequence number.
-        watch = client.watch_events("" if args.all_namespaces else namespace) if args.watch else None
+        watch = None
         try:
             listed = client.list_events(args.namespace or "", all_namespaces=args.all_namespaces)
+            if args.watch:
+                # Follows from the newest event listed (none: from the oldest the log holds), so nothing
+                # recorded after the list is missed; a dropped connection resumes the same way.
+                watch = client.watch_events("" if args.all_namespaces else namespace)
+                watch.point.event_sequence = max((e.sequence for e in listed), default=-1)
             events = [event_to_dict(e) for e in listed]
             if watch is None:
                 if args.output == "json":
@@ -437,8 +522,9 @@ def _events(args: argparse.Namespace) -> int:
                         _out("".join(padded_row(row, widths) + "\n" for row in rows))
 
             show(events)
-            for proto in watch:
-                if seen.is_new(proto.sequence, proto.count):
+            for item in watch:
+                proto = item.event
+                if item.WhichOneof("item") == "event" and seen.is_new(proto.sequence, proto.count):
                     show([event_to_dict(proto)])
         except KeyboardInterrupt:
             # Ctrl-C is how a watch ends.
@@ -537,6 +623,12 @@ def build_parser() -> argparse.ArgumentParser:
     get.add_argument("resources", nargs="+", metavar="KIND [NAME...]", help="KIND [NAME...] or KIND/NAME...")
     _namespace_options(get)
     get.add_argument("-o", "--output", choices=("wide", "json", "yaml", "name"), default="")
+    get.add_argument(
+        "-w",
+        "--watch",
+        action="store_true",
+        help="after listing, print every change until Ctrl-C (resumes after a dropped connection)",
+    )
     get.set_defaults(handler=_get)
 
     delete = commands.add_parser("delete", parents=shared, help="delete objects by name or by file")

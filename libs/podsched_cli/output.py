@@ -360,6 +360,24 @@ _COLUMNS = {
 }
 
 
+def table_header_and_rows(
+    resource: ResourceType,
+    objects: Sequence[Mapping[str, Any]],
+    now: float,
+    *,
+    wide: bool = False,
+    all_namespaces: bool = False,
+) -> tuple[list[str], list[list[str]]]:
+    """The cells of `format_table` (`get --watch` prints later rows on their own)."""
+    header_of, row_of = _COLUMNS[resource.plural]
+    header = header_of(wide=wide)
+    rows = [row_of(obj, now, wide=wide) for obj in objects]
+    if all_namespaces and resource.namespaced:
+        header = ["NAMESPACE", *header]
+        rows = [[_namespace(obj), *row] for obj, row in zip(objects, rows, strict=True)]
+    return header, rows
+
+
 def format_table(
     resource: ResourceType,
     objects: Sequence[Mapping[str, Any]],
@@ -369,12 +387,7 @@ def format_table(
     all_namespaces: bool = False,
 ) -> str:
     """`podsched get` without -o json/yaml/name; with -A, namespaced kinds get a NAMESPACE column."""
-    header_of, row_of = _COLUMNS[resource.plural]
-    header = header_of(wide=wide)
-    rows = [row_of(obj, now, wide=wide) for obj in objects]
-    if all_namespaces and resource.namespaced:
-        header = ["NAMESPACE", *header]
-        rows = [[_namespace(obj), *row] for obj, row in zip(objects, rows, strict=True)]
+    header, rows = table_header_and_rows(resource, objects, now, wide=wide, all_namespaces=all_namespaces)
     return "\n".join(table(header, rows)) + "\n"
 
 

@@ -37,6 +37,7 @@ from podsched_proto.filter.v1 import filter_pb2
 from podsched_proto.preemption.v1 import preemption_pb2
 from podsched_service import telemetry
 from podsched_service.codec import event_to_proto, status_code, to_json
+from podsched_service.log_history import ChangesAfter, EventsAfter, TooOld, read_after
 from podsched_service.scheduling import DRY_RUN_UID
 
 from .access import ApiCall, Target, events_target
@@ -330,7 +331,18 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         if request.include_events:
             everywhere.append(events_target(""))
         wide = not request.namespace or all(access.decide(t.attributes(user, "watch")).allowed for t in everywhere)
+        if request.events_only and not request.include_events:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "error: events_only needs include_events")
+        since, since_event = request.since_resource_version, request.since_event_sequence
+        if since < 0:
+            message = f"error: since_resource_version: Invalid value: {since}: must be 0 or more"
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+        if request.HasField("since_event_sequence") and since_event < -1:
+            message = f"error: since_event_sequence: Invalid value: {since_event}: must be -1 or more"
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
         await self._caught_up(context)
+        # Subscribed before the state is read or the log scanned: every later change reaches the
+        # queue; what both deliver is sent once (changes by version, events by sequence and count).
         watcher = service.watch.subscribe()
 
         def wanted(ref: events_pb2.ObjectReference, *, event: bool = False) -> bool:
@@ -340,23 +352,69 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
             )
 
         try:
-            if request.since_resource_version == 0:
-                for kind in sorted(watched):
-                    for obj in objects_of(service.cluster, kind):
-                        added = service.watch.change_item(ADDED, obj)
-                        if wanted(added.change.object):
-                            yield added
+            sent_version = request.since_resource_version  # live changes must be newer
+            sent_events: dict[int, int] = {}  # sequence -> highest count the client has
+            since_event = request.since_event_sequence if request.HasField("since_event_sequence") else None
+            if request.events_only:
+                pass
+            elif request.since_resource_version == 0:
+                # Read in one go (no await), so the state is exactly the replica's at `bookmark`.
+                bookmark = service.replica.version
+                state = [
+                    service.watch.change_item(ADDED, obj)
+                    for kind in sorted(watched)
+                    for obj in objects_of(service.cluster, kind)
+                ]
+                for added in state:
+                    if wanted(added.change.object):
+                        yield added
+                yield api_pb2.WatchEvent(bookmark_resource_version=bookmark)
+                sent_version = bookmark
+            else:
+                changes = ChangesAfter(request.since_resource_version)
+                await self._read_history(context, service.replica.objects_topic, changes)
+                for change in changes.changes:
+                    if wanted(change.object):
+                        yield api_pb2.WatchEvent(change=change)
+                sent_version = max(sent_version, changes.last_change, changes.highest_mark)
+            if request.include_events and since_event is not None:
+                events = EventsAfter(since_event)
+                await self._read_history(context, service.replica.events_topic, events)
+                sent_events = events.counts
+                for event in events.events:
+                    if wanted(event.involved_object, event=True):
+                        yield api_pb2.WatchEvent(event=event)
             while True:
                 item = await watcher.get()
                 if item is None:
                     return
                 if item.HasField("change"):
-                    if wanted(item.change.object) and item.change.resource_version > request.since_resource_version:
+                    change = item.change
+                    if change.resource_version > sent_version:
+                        sent_version = change.resource_version
+                        if not request.events_only and wanted(change.object):
+                            yield item
+                elif request.include_events:
+                    event = item.event
+                    if since_event is not None and (
+                        sent_events.get(event.sequence, 0) >= event.count
+                        or (event.count == 1 and event.sequence <= since_event)
+                    ):
+                        continue  # sent from the log, or the client had it before it resumed
+                    if wanted(event.involved_object, event=True):
                         yield item
-                elif request.include_events and wanted(item.event.involved_object, event=True):
-                    yield item
         finally:
             service.watch.unsubscribe(watcher)
+
+    async def _read_history(
+        self, context: grpc.aio.ServicerContext, topic: str, history: ChangesAfter | EventsAfter
+    ) -> None:
+        """Read what the log holds after the resume point; OUT_OF_RANGE when it no longer holds it all."""
+        await read_after(self.service.config.kafka_bootstrap_servers, topic, history)
+        try:
+            history.check()
+        except TooOld as error:
+            await context.abort(grpc.StatusCode.OUT_OF_RANGE, str(error))
 
 
 def _object_attributes(obj: ApiObject) -> dict[str, Any]:

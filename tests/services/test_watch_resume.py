@@ -1,0 +1,227 @@
+"""A Watch that resumes, as Kubernetes watches do, on the real broker and the real services.
+
+`Watch(since_resource_version=N)` replays every change after N from the log and then follows; an N the
+compacted log no longer holds everything after fails with OUT_OF_RANGE "too old resource version: N (M)";
+`podsched get pods --watch` and `podsched events --watch` (the real CLI, as a process) keep going across a
+kill -9 of the server, and print every change and event once: nothing lost, nothing repeated (checked
+against the log itself)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from test_bounded_log import apply, compacting_settings, node, pod, wait_for_log
+
+from audit import Log, audit, read_log
+from live_api import Api, node_of
+from podsched_devstack.kafka import KafkaBroker
+from podsched_devstack.services import ServiceStack
+from podsched_proto.api.v1 import api_pb2
+from podsched_proto.events.v1 import events_pb2
+from stacks import running
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def read(kafka: KafkaBroker, prefix: str) -> Log:
+    return asyncio.run(read_log(kafka.bootstrap_servers, prefix))
+
+
+def take(stream: Any, count: int, timeout: float = 30.0) -> list[api_pb2.WatchEvent]:
+    """The next `count` items of a Watch stream, or fail after `timeout` seconds."""
+    items: list[api_pb2.WatchEvent] = []
+    failed: list[grpc.RpcError] = []
+    done = threading.Event()
+
+    def reader() -> None:
+        try:
+            for item in stream:
+                items.append(item)
+                if len(items) == count:
+                    break
+        except grpc.RpcError as error:
+            failed.append(error)
+        done.set()
+
+    threading.Thread(target=reader, daemon=True).start()
+    assert done.wait(timeout), f"{len(items)} of {count} watch items after {timeout}s"
+    if failed:
+        raise failed[0]
+    assert len(items) == count, f"the watch ended after {len(items)} of {count} items"
+    return items
+
+
+@pytest.fixture
+def compacting_stack(kafka: KafkaBroker, tmp_path: Path) -> Iterator[ServiceStack]:
+    yield from running(compacting_settings(kafka, tmp_path / "services"))
+
+
+def test_a_watch_from_a_resource_version_replays_every_later_change_then_follows(
+    kafka: KafkaBroker, stack: ServiceStack, api: Api
+) -> None:
+    prefix = stack.settings.topic_prefix
+    apply(api, node("node-a"))
+    apply(api, *(pod(f"early-{i}") for i in range(5)))
+    api.wait(lambda: len(api.pods()) == 5 and all(node_of(p) for p in api.pods().values()), 60, "binds")
+    resume_from = max(c.resource_version for c in read(kafka, prefix).changes)
+    apply(api, *(pod(f"later-{i}") for i in range(5)))
+    api.stub.Delete(api_pb2.DeleteRequest(resource="pods", name="early-0", grace_period_seconds=0), timeout=30)
+    api.wait(lambda: "early-0" not in api.pods() and all(node_of(p) for p in api.pods().values()), 60, "settled")
+    expected = [c for c in read(kafka, prefix).changes if c.resource_version > resume_from and c.object.kind == "Pod"]
+    assert any(c.type == events_pb2.ObjectChange.DELETED for c in expected)
+
+    stream = api.stub.Watch(api_pb2.WatchRequest(kinds=["Pod"], since_resource_version=resume_from), timeout=60)
+    replayed = take(stream, len(expected))
+    assert [(i.change.resource_version, i.change.type, i.change.object.uid) for i in replayed] == [
+        (c.resource_version, c.type, c.object.uid) for c in expected
+    ]
+    assert [i.change.object_json for i in replayed] == [c.object_json for c in expected]
+    apply(api, pod("after-resume"))
+    [follows] = take(stream, 1)
+    assert follows.change.object.name == "after-resume"
+    assert follows.change.resource_version > expected[-1].resource_version
+    stream.cancel()
+
+
+def test_a_version_compaction_removed_is_too_old_and_the_oldest_one_it_names_resumes(
+    kafka: KafkaBroker, compacting_stack: ServiceStack
+) -> None:
+    stack, prefix = compacting_stack, compacting_stack.settings.topic_prefix
+    api = Api(stack.server)
+    try:
+        [created] = api.apply_text(json.dumps(node("node-a")))
+        first = int(json.loads(created.object_json)["metadata"]["resourceVersion"])  # superseded below
+        apply(api, *(pod(f"p{i}") for i in range(10)))
+        api.wait(lambda: len(api.pods()) == 10 and all(node_of(p) for p in api.pods().values()), 60, "binds")
+        closers = iter(range(1000))
+
+        def compacted(log: Log) -> bool:
+            if log.compacted and first not in {c.resource_version for c in log.changes}:
+                return True
+            relabelled = node("node-a")
+            relabelled["metadata"]["labels"] = {"closer": str(next(closers))}
+            apply(api, relabelled)
+            return False
+
+        wait_for_log(kafka, prefix, compacted, "compaction of the node's superseded changes")
+        with pytest.raises(grpc.RpcError) as refused:
+            take(api.stub.Watch(api_pb2.WatchRequest(since_resource_version=first), timeout=30), 1)
+        assert refused.value.code() == grpc.StatusCode.OUT_OF_RANGE
+        details = refused.value.details() or ""
+        assert details.startswith(f"too old resource version: {first} ("), details
+        oldest = int(details.rsplit("(", 1)[1].rstrip(")"))
+        assert oldest > first
+        # From the oldest version it names, a watch resumes: every change after it, in order.
+        expected = [c for c in read(kafka, prefix).changes if c.resource_version > oldest]
+        stream = api.stub.Watch(api_pb2.WatchRequest(since_resource_version=oldest), timeout=30)
+        got = take(stream, len(expected))
+        assert [i.change.resource_version for i in got] == [c.resource_version for c in expected]
+        stream.cancel()
+    finally:
+        api.close()
+
+
+class CliWatch:
+    """`podsched ARGS...` as a process, its stdout lines collected as they come."""
+
+    def __init__(self, server: str, *args: str) -> None:
+        env = {**os.environ, "PODSCHED_SERVER": server, "PYTHONPATH": str(ROOT / "libs")}
+        command = [sys.executable, "-c", "from podsched_cli.main import main; raise SystemExit(main())", *args]
+        self.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: list[str] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def wait_for(self, condition: Any, what: str, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition(self.lines):
+            if self.process.poll() is not None:
+                stderr = self.process.stderr.read() if self.process.stderr else ""
+                raise AssertionError(f"the CLI exited ({self.process.returncode}): {stderr}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; the CLI printed:\n{''.join(self.lines)}")
+            time.sleep(0.1)
+
+    def stop(self) -> str:
+        self.process.terminate()
+        _, stderr = self.process.communicate(timeout=30)
+        self.thread.join(timeout=10)
+        return stderr
+
+
+def test_the_cli_watches_resume_across_a_server_restart_with_nothing_lost_or_repeated(
+    kafka: KafkaBroker, stack: ServiceStack, api: Api
+) -> None:
+    prefix = stack.settings.topic_prefix
+    apply(api, node("node-a"))
+    apply(api, *(pod(f"before-{i}") for i in range(3)))
+    api.wait(lambda: len(api.pods()) == 3 and all(node_of(p) for p in api.pods().values()), 60, "binds")
+    pods = CliWatch(stack.server, "get", "pods", "--watch", "-o", "json")
+    events = CliWatch(stack.server, "events", "--watch", "-o", "json")
+    try:
+        pods.wait_for(lambda lines: len(lines) >= 3, "the current pods")
+        events.wait_for(lambda lines: len(lines) >= 3, "the events so far")
+        apply(api, pod("during-0"))
+        pods.wait_for(lambda lines: any('"during-0"' in line for line in lines), "a change before the restart")
+
+        stack.kill9("queue")  # the watches' connection drops; changes keep coming while it is down
+        stack.start_one("queue")
+        apply(api, *(pod(f"after-{i}") for i in range(3)))
+        api.stub.Delete(api_pb2.DeleteRequest(resource="pods", name="before-0", grace_period_seconds=0), timeout=30)
+        api.wait(lambda: "before-0" not in api.pods() and all(node_of(p) for p in api.pods().values()), 60, "settled")
+
+        log = read(kafka, prefix)
+        pod_changes = [c for c in log.changes if c.object.kind == "Pod"]
+        last = pod_changes[-1].resource_version
+        pods.wait_for(
+            lambda lines: any(json.loads(line)["metadata"]["resourceVersion"] == str(last) for line in lines),
+            f"the last pod change (resource version {last})",
+        )
+        wanted_events = {e.sequence for e in log.events if e.involved_object.namespace == "default"}
+        events.wait_for(lambda lines: len(lines) >= len(wanted_events), f"{len(wanted_events)} events")
+    finally:
+        pods_err, events_err = pods.stop(), events.stop()
+
+    shown = [json.loads(line) for line in pods.lines]
+    versions = [int(obj["metadata"]["resourceVersion"]) for obj in shown]
+    listed = 3  # the current state first: one object per pod, in the state's order
+    assert len(versions) == len(set(versions)), f"a change was shown twice: {versions}\n{pods_err}"
+    first_state = {(obj["metadata"]["uid"], int(obj["metadata"]["resourceVersion"])) for obj in shown[:listed]}
+    assert {obj["metadata"]["name"] for obj in shown[:listed]} == {f"before-{i}" for i in range(3)}
+    after_list = max(v for _, v in first_state)
+    expected = [c.resource_version for c in pod_changes if c.resource_version > after_list]
+    assert versions[listed:] == expected, f"lost or out of order: {versions[listed:]} vs {expected}\n{pods_err}"
+
+    # An event is (object, reason, message); a repeat prints it again with a higher count.
+    printed = [
+        (e["involvedObject"]["uid"], e["reason"], e["message"], e["count"]) for e in map(json.loads, events.lines)
+    ]
+    assert len(printed) == len(set(printed)), f"an event was shown twice: {printed}\n{events_err}"
+    recorded = {
+        (e.involved_object.uid, e.reason, e.message, e.count)
+        for e in log.events
+        if e.involved_object.namespace == "default"
+    }
+    assert set(printed) <= recorded
+    newest = {}
+    for uid, reason, message, count in recorded:
+        newest[(uid, reason, message)] = max(newest.get((uid, reason, message), 0), count)
+    missing = {key for key, count in newest.items() if (*key, count) not in set(printed)}
+    assert not missing, f"lost: {missing}\n{events_err}"
+    assert audit(log) == []
