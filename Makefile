@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 comma := ,
-.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install browser-install run up down status simulate bench-core bench bench-ab bench-upstream certs clean test-upstream
+.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install browser-install run up down status simulate bench-core bench bench-ab bench-upstream bench-restart certs clean test-upstream
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -26,6 +26,7 @@ help:
 	@echo "make bench      - upstream scheduler_perf workloads end to end through the services and Kafka (WORKLOAD=name for one)"
 	@echo "make bench-upstream - podsched against upstream's scheduler_perf v1.37.2, same run, alternating (WORKLOADS=... ROUNDS=n)"
 	@echo "make bench-ab   - two commits compared with interleaved bench runs (BASE=rev, HEAD=rev or the working tree)"
+	@echo "make bench-restart - each service's restart time against history length, compacted log vs whole history (HISTORY=\"0 20000\" MODES=\"history compacted\"), JSON lines + docs/bench/restart.png"
 	@echo "make protos     - generate Python code from protos/ into $(PROTO_OUT) (never committed)"
 	@echo "make certs      - development TLS certificates, tokens, policy and kubeconfig into $(CERTS_DIR) (docker compose uses them)"
 
@@ -102,6 +103,9 @@ bench: protos kafka-install
 	$(PY) -m benchmarks.scheduler_perf $(if $(WORKLOAD),--workload $(WORKLOAD)) $(BENCH_ARGS)
 
 # Two commits, runs interleaved: BASE=rev [HEAD=rev, default the working tree] [WORKLOAD=...] [ROUNDS=2]
+bench-restart: protos kafka-install
+	$(PY) -m benchmarks.restart $(foreach h,$(HISTORY),--history $(h)) $(foreach m,$(MODES),--mode $(m)) $(BENCH_ARGS)
+
 bench-ab: protos kafka-install
 	$(PY) -m benchmarks.ab --base $(BASE) $(if $(HEAD),--head $(HEAD)) $(if $(WORKLOAD),--workload $(WORKLOAD)) \
 		$(if $(ROUNDS),--rounds $(ROUNDS)) $(if $(BENCH_ARGS),-- $(BENCH_ARGS))
