@@ -132,7 +132,8 @@ class ApiClient:
                         mirror.apply_event(event_to_dict(event))
                 changed()
                 async for item in call:
-                    if item.HasField("change"):
+                    which = item.WhichOneof("item")
+                    if which == "change":
                         change = item.change
                         mirror.apply_change(
                             _CHANGE_TYPES.get(change.type, "MODIFIED"),
@@ -140,8 +141,12 @@ class ApiClient:
                             json.loads(change.object_json),
                             change.resource_version,
                         )
-                    else:
+                    elif which == "event":
                         mirror.apply_event(event_to_dict(item.event))
+                    elif which == "bookmark_resource_version":
+                        # The state just sent is complete as of this version: a watch resumes from it.
+                        mirror.resource_version = max(mirror.resource_version, item.bookmark_resource_version)
+                        continue
                     changed()
             except grpc.aio.AioRpcError as error:
                 if error.code() == grpc.StatusCode.OUT_OF_RANGE:
