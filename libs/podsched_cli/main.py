@@ -193,6 +193,40 @@ def _apply(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+# --- scale --------------------------------------------------------------------------------------------
+
+
+def _scale(args: argparse.Namespace) -> int:
+    """`kubectl scale deployment/web --replicas=3`: the object read, spec.replicas set, applied back
+    (Deployments and ReplicaSets; kubectl's `NAME scaled` on success)."""
+    from podsched_cli.resources import DEPLOYMENT, REPLICA_SET, parse_targets
+
+    if args.replicas < 0:
+        raise UsageError("The --replicas=COUNT flag is required, and COUNT must be greater than or equal to 0")
+    targets = parse_targets(args.resources)
+    failed = False
+    with _connect(args) as client:
+        for resource, name in targets:
+            if resource not in (DEPLOYMENT, REPLICA_SET):
+                _err(f'error: the server does not allow scaling "{resource.plural}" with podsched scale')
+                failed = True
+                continue
+            if name is None:
+                raise UsageError("resource(s) were provided, but no name was specified")
+            try:
+                (obj,) = client.get(resource.plural, name, args.namespace or "")
+                obj.setdefault("spec", {})["replicas"] = args.replicas
+                client.apply(obj, dry_run=False, source="scale")
+            except RequestFailedError as error:
+                if error.unreachable:
+                    raise
+                _err(str(error))
+                failed = True
+                continue
+            _out(f"{resource.qualified}/{name} scaled\n")
+    return 1 if failed else 0
+
+
 # --- get ----------------------------------------------------------------------------------------------
 
 
@@ -394,7 +428,17 @@ def _describe(args: argparse.Namespace) -> int:
         event_to_dict,
         no_resources_message,
     )
-    from podsched_cli.resources import NODE, POD, PRIORITY_CLASS, RESOURCE_QUOTA, parse_targets
+    from podsched_cli.resources import (
+        DEPLOYMENT,
+        JOB,
+        NODE,
+        POD,
+        PRIORITY_CLASS,
+        REPLICA_SET,
+        RESOURCE_QUOTA,
+        parse_targets,
+    )
+    from podsched_cli.workload_output import describe_job, describe_replicas
 
     targets = parse_targets(args.resources)
     failed = False
@@ -424,6 +468,10 @@ def _describe(args: argparse.Namespace) -> int:
                         descriptions.append(describe_priority_class(obj, events, now))
                     elif resource is RESOURCE_QUOTA:
                         descriptions.append(describe_resource_quota(obj))
+                    elif resource is JOB:
+                        descriptions.append(describe_job(obj, [], events, now))
+                    elif resource in (DEPLOYMENT, REPLICA_SET):
+                        descriptions.append(describe_replicas(obj, events, now))
                     else:
                         descriptions.append(describe_pdb(obj, events, now))
             except RequestFailedError as error:
@@ -617,8 +665,8 @@ def build_parser() -> argparse.ArgumentParser:
         "get",
         parents=shared,
         help="list objects",
-        description="KIND is pods|nodes|priorityclasses|poddisruptionbudgets|resourcequotas "
-        "(or po, no, pc, pdb, quota, singular).",
+        description="KIND is pods|nodes|priorityclasses|poddisruptionbudgets|resourcequotas|deployments|"
+        "replicasets|jobs (or po, no, pc, pdb, quota, deploy, rs, singular).",
     )
     get.add_argument("resources", nargs="+", metavar="KIND [NAME...]", help="KIND [NAME...] or KIND/NAME...")
     _namespace_options(get)
@@ -643,6 +691,14 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("--force", action="store_true", help="remove at once, without graceful termination")
     _namespace_options(delete, all_namespaces=False)
     delete.set_defaults(handler=_delete)
+
+    scale = commands.add_parser(
+        "scale", parents=shared, help="set the replicas of a Deployment or ReplicaSet (kubectl scale)"
+    )
+    scale.add_argument("resources", nargs="+", metavar="KIND [NAME...]", help="KIND NAME or KIND/NAME")
+    scale.add_argument("--replicas", type=int, required=True, help="the new number of replicas")
+    _namespace_options(scale, all_namespaces=False)
+    scale.set_defaults(handler=_scale)
 
     describe = commands.add_parser(
         "describe", parents=shared, help="show one object in detail, with its events and why it is where it is"

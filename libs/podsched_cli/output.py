@@ -360,6 +360,16 @@ _COLUMNS = {
 }
 
 
+def _workload_columns(plural: str) -> tuple[Any, Any]:
+    from podsched_cli import workload_output as w
+
+    return {
+        "deployments": (w.deployment_header, w.deployment_row),
+        "replicasets": (w.replica_set_header, w.replica_set_row),
+        "jobs": (w.job_header, w.job_row),
+    }[plural]
+
+
 def table_header_and_rows(
     resource: ResourceType,
     objects: Sequence[Mapping[str, Any]],
@@ -369,7 +379,7 @@ def table_header_and_rows(
     all_namespaces: bool = False,
 ) -> tuple[list[str], list[list[str]]]:
     """The cells of `format_table` (`get --watch` prints later rows on their own)."""
-    header_of, row_of = _COLUMNS[resource.plural]
+    header_of, row_of = _COLUMNS.get(resource.plural) or _workload_columns(resource.plural)
     header = header_of(wide=wide)
     rows = [row_of(obj, now, wide=wide) for obj in objects]
     if all_namespaces and resource.namespaced:

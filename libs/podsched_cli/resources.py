@@ -9,10 +9,13 @@ from __future__ import annotations
 from podsched.api.errors import ApiError
 from podsched.api.manifests import ACCEPTED_TYPES
 from podsched.api.resources import (  # noqa: F401 (re-exported for the CLI's modules)
+    DEPLOYMENT,
+    JOB,
     NODE,
     PDB,
     POD,
     PRIORITY_CLASS,
+    REPLICA_SET,
     RESOURCE_QUOTA,
     RESOURCE_TYPES,
     ResourceType,

@@ -275,3 +275,93 @@ def test_bad_workload_manifests_get_kubectls_error_and_change_nothing(document: 
     assert (len(sim.cluster.events), sim.cluster.resource_version) == before
     assert not any(sim.cluster.workloads[k] for k in (KIND_DEPLOYMENT, KIND_REPLICA_SET, KIND_JOB))
     assert not sim.cluster.pods
+
+
+# --- Job --------------------------------------------------------------------------------------------------
+
+
+def job(
+    name: str = "train",
+    run_seconds: str = "10",
+    exit_code: str = "0",
+    policy: list[dict[str, Any]] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    annotations = {"sim.podsched.io/run-seconds": run_seconds, "sim.podsched.io/exit-code": exit_code}
+    body = template(annotations=annotations)
+    body["spec"]["restartPolicy"] = "Never"
+    job_spec: dict[str, Any] = {**spec, "template": body}
+    if policy is not None:
+        job_spec["podFailurePolicy"] = {"rules": policy}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name}, "spec": job_spec}
+
+
+def job_status(sim: Simulator, name: str = "train") -> Any:
+    return sim.cluster.workloads[KIND_JOB][("default", name)].status
+
+
+def final_condition(sim: Simulator, name: str = "train") -> tuple[str, str]:
+    final = [c for c in job_status(sim, name).conditions if c.type in ("Complete", "Failed")]
+    return (final[-1].type, final[-1].reason) if final else ("", "")
+
+
+def test_a_job_runs_its_completions_parallelism_at_a_time_and_completes_when_they_succeed() -> None:
+    sim = new_simulator(node("n1", cpu="8"), job(completions=5, parallelism=2))
+    status = job_status(sim)
+    assert (status.succeeded, status.failed, status.active) == (5, 0, 0)
+    assert final_condition(sim) == ("Complete", "CompletionsReached")
+    assert status.completion_time == status.start_time + 30  # 2 + 2 + 1 pods, 10 s each
+    assert events(sim, "Completed") == ["Job completed"]
+    assert len(events(sim, "SuccessfulCreate")) == 5
+    # Counted pods keep no tracking finalizer; they stay, Succeeded, as upstream keeps them.
+    pods = list(sim.cluster.pods.values())
+    assert len(pods) == 5 and all(p.status.phase == "Succeeded" and not p.metadata.finalizers for p in pods)
+
+
+def test_failed_pods_count_against_the_backoff_limit_until_the_job_fails() -> None:
+    sim = new_simulator(node("n1"), job(exit_code="3", backoffLimit=2))
+    status = job_status(sim)
+    assert (status.succeeded, status.failed) == (0, 3)  # backoffLimit 2: the third failure fails the Job
+    assert final_condition(sim) == ("Failed", "BackoffLimitExceeded")
+    assert events(sim, "BackoffLimitExceeded") == ["Job has reached the specified backoff limit"]
+    assert [c.type for c in status.conditions] == ["FailureTarget", "Failed"]
+
+
+def test_a_fail_job_rule_on_an_exit_code_fails_the_job_at_the_first_matching_failure() -> None:
+    rules = [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}}]
+    sim = new_simulator(node("n1"), job(exit_code="42", backoffLimit=6, policy=rules))
+    assert final_condition(sim) == ("Failed", "PodFailurePolicy")
+    assert job_status(sim).failed == 1
+
+
+def test_an_ignore_rule_on_an_exit_code_does_not_count_the_failure_and_the_pod_is_replaced() -> None:
+    rules = [{"action": "Ignore", "onExitCodes": {"operator": "In", "values": [7]}}]
+    sim = Simulator()
+    sim.apply_text(CLASSES)
+    sim.apply_text(yaml.safe_dump_all([node("n1"), job(exit_code="7", backoffLimit=0, policy=rules)]))
+    sim.run_until_quiescent(max_cycles=5)  # every pod fails and is ignored: it would go on forever
+    status = job_status(sim)
+    assert status.failed == 0 and final_condition(sim) == ("", "")
+    assert len(events(sim, "SuccessfulCreate")) >= 2
+
+
+def test_active_deadline_seconds_fails_a_running_job_and_stops_its_pods() -> None:
+    sim = new_simulator(node("n1"), job(run_seconds="100", activeDeadlineSeconds=30))
+    assert final_condition(sim) == ("Failed", "DeadlineExceeded")
+    assert events(sim, "DeadlineExceeded") == ["Job was active longer than specified deadline"]
+    assert sim.now == pytest.approx(sim_start() + 30 + 1)  # the deadline, then the pod's 1 s grace period
+    assert not sim.cluster.pods  # the stopped pod went once its grace period ended
+
+
+def sim_start() -> float:
+    from podsched.simulator.engine import SIMULATION_EPOCH
+
+    return SIMULATION_EPOCH
+
+
+def test_deleting_a_job_deletes_its_pods() -> None:
+    sim = new_simulator(node("n1"), job(run_seconds="100", parallelism=2, completions=2))
+    assert len(sim.cluster.pods) == 2
+    sim.cluster.delete(KIND_JOB, "default", "train")
+    sim.run_until_quiescent()
+    assert not sim.cluster.pods and not sim.cluster.workloads[KIND_JOB]

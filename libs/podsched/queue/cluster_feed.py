@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from podsched.api.types import KIND_NODE, KIND_POD, POD_PENDING, Pod
+from podsched.api.types import KIND_NODE, KIND_POD, POD_FAILED, POD_PENDING, POD_SUCCEEDED, Pod
 from podsched.cluster.store import ADDED, MODIFIED, REMOVED, Change
 from podsched.framework.events import (
     ASSIGNED_POD_ADD,
@@ -22,6 +22,10 @@ from podsched.framework.events import (
 from podsched.framework.node_info import PodInfo
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.nominator import Nominator
+
+
+def is_terminal(pod: Pod) -> bool:
+    return pod.status.phase in (POD_SUCCEEDED, POD_FAILED)
 
 
 def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
@@ -43,7 +47,15 @@ def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
             elif new.status.phase == POD_PENDING:
                 queue.add(new)
         elif change.type == MODIFIED and old is not None and new is not None:
-            if not new.spec.node_name:
+            if is_terminal(new) and not is_terminal(old):
+                # A pod that ended (its run finished, or it failed) leaves the scheduler's cache as a
+                # deleted one does (eventhandlers.go updatePodInCache: terminal pods are removed).
+                queue.delete(old)
+                if old.spec.node_name:
+                    queue.on_event(PodEvent(ASSIGNED_POD_DELETE, old, None))
+            elif is_terminal(new):
+                return
+            elif not new.spec.node_name:
                 queue.update(old, new)
             elif not old.spec.node_name:
                 queue.done(new.uid)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from podsched.api.types import KIND_NODE, KIND_POD, Pod
+from podsched.api.types import KIND_NODE, KIND_POD, POD_FAILED, POD_SUCCEEDED, Pod
 from podsched.cluster.store import Change
 
 
@@ -40,7 +40,13 @@ class RoomTracker:
             new_node = new.spec.node_name if new is not None else ""
             old_nominated = old.status.nominated_node_name if old is not None else ""
             new_nominated = new.status.nominated_node_name if new is not None else ""
-            if (old_node and old_node != new_node) or (old_nominated and old_nominated != new_nominated):
+            ended = (
+                new is not None
+                and old is not None
+                and new.status.phase != old.status.phase
+                and (new.status.phase in (POD_SUCCEEDED, POD_FAILED))
+            )
+            if (old_node and (old_node != new_node or ended)) or (old_nominated and old_nominated != new_nominated):
                 self.room_version = self._current_version()
             if new_node and new_node != old_node:
                 self.placement_version = self._current_version()
