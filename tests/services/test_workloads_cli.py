@@ -70,7 +70,9 @@ def test_workloads_through_the_cli(
     stack: ServiceStack, api: Api, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     manifests = tmp_path / "workloads.yaml"
-    manifests.write_text(yaml.safe_dump_all([*yaml.safe_load_all(COMMON.read_text()), node("n1", cpu="4"), DEPLOYMENT, JOB]))
+    manifests.write_text(
+        yaml.safe_dump_all([*yaml.safe_load_all(COMMON.read_text()), node("n1", cpu="4"), DEPLOYMENT, JOB])
+    )
     code, out, err = run(stack, capsys, "apply", "-f", str(manifests))
     assert code == 0, err
     assert "deployment.apps/web created" in out.splitlines() and "job.batch/train created" in out.splitlines()
