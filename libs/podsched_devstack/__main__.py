@@ -15,6 +15,7 @@ certs   DIR: development TLS certificates, tokens, an authorization policy and a
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 import time
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from podsched_service.config import env_name
+from podsched_service.leader_election import QUEUE_ROLE, current_leader
 
 from . import jaeger as jaeger_api
 from .dashboard import DashboardProcess
@@ -31,7 +33,7 @@ from .kafka import default_data_dir as kafka_data_dir
 from .kafka_cluster import KafkaCluster
 from .kafka_cluster import default_data_dir as kafka_cluster_dir
 from .process import DevstackError, devstack_dir, process_cmdline, repo_root, stop_pid
-from .services import SERVICES, ServiceStack, StackSettings
+from .services import SERVICES, ServiceStack, StackSettings, standby_queue_names
 
 EXAMPLE = Path("examples/high-mid-low")
 
@@ -58,9 +60,17 @@ def _jaeger() -> Jaeger:
     return cli_jaeger()  # .cache/devstack/jaeger, ports 4317 (OTLP gRPC) and 16686 (API/UI) and friends
 
 
+# `up` runs two queue replicas: both serve the API, the elected one schedules (make status says which).
+UP_QUEUE_REPLICAS = 2
+
+
+def _process_names() -> tuple[str, ...]:
+    return SERVICES + standby_queue_names(UP_QUEUE_REPLICAS)
+
+
 def _running_pids() -> dict[str, int]:
     pids = {}
-    for name in SERVICES:
+    for name in _process_names():
         path = _run_dir() / f"{name}.pid"
         if path.is_file():
             pid = int(path.read_text())
@@ -95,7 +105,12 @@ def up(workers: int, topic_prefix: str = "", kafka_nodes: int = 1) -> tuple[Serv
         tracing.start(timeout=60)
         tracing.detach()
     settings = StackSettings(
-        broker.bootstrap_servers, _run_dir(), topic_prefix, workers=workers, otlp_endpoint=tracing.otlp_endpoint
+        broker.bootstrap_servers,
+        _run_dir(),
+        topic_prefix,
+        workers=workers,
+        otlp_endpoint=tracing.otlp_endpoint,
+        queue_replicas=UP_QUEUE_REPLICAS,
     )
     stack = ServiceStack(settings)
     stack.start()
@@ -106,9 +121,11 @@ def up(workers: int, topic_prefix: str = "", kafka_nodes: int = 1) -> tuple[Serv
         stack.stop()
         raise
     addresses = stack.settings.addresses
-    metrics = ", ".join(f"{name} {stack.metrics_url(name)}" for name in SERVICES if stack.metrics_url(name))
+    names = settings.names
+    metrics = ", ".join(f"{name} {stack.metrics_url(name)}" for name in names if stack.metrics_url(name))
+    standbys = ", ".join(addresses[name] for name in standby_queue_names(UP_QUEUE_REPLICAS))
     print(
-        f"podsched up in {time.monotonic() - began:.1f} s: API {addresses['queue']} (queue), "
+        f"podsched up in {time.monotonic() - began:.1f} s: API {addresses['queue']} (queue; also {standbys}), "
         f"filter {addresses['filter']}, preemption {addresses['preemption']} ({workers} workers), "
         f"binder {addresses['binder']}; Kafka {broker.bootstrap_servers}, topics "
         f"{topic_prefix}podsched.objects.v1 and {topic_prefix}podsched.events.v1; logs in {_run_dir()}\n"
@@ -128,7 +145,7 @@ def down() -> None:
         print(f"stopped dashboard (pid {dashboard})")
     (_run_dir() / "dashboard.pid").unlink(missing_ok=True)
     pids = _running_pids()
-    for name in reversed(SERVICES):  # readers first, the binder (the writer) last
+    for name in reversed(_process_names()):  # readers first, the binder (the writer) last
         pid = pids.get(name)
         if pid is None:
             continue
@@ -151,24 +168,32 @@ def down() -> None:
 
 def status() -> int:
     pids = _running_pids()
-    for name in SERVICES:
+    for name in _process_names():
         print(f"{name}: {'up, pid ' + str(pids[name]) if name in pids else 'down'}")
     broker = KafkaBroker(kafka_data_dir())
-    print(f"kafka: {'up ' + broker.bootstrap_servers if broker.pid is not None and broker.is_ready() else 'down'}")
+    bootstrap = ""
+    if broker.pid is not None and broker.is_ready():
+        bootstrap = broker.bootstrap_servers
+    print(f"kafka: {'up ' + bootstrap if bootstrap else 'down'}")
     cluster = _kafka_cluster_if_any()
     for node in cluster or ():
-        state = "up" if node.pid is not None and node.is_ready() else "down"
-        print(f"kafka cluster node {node.node_id}: {state} {node.bootstrap_servers}")
+        up_here = node.pid is not None and node.is_ready()
+        bootstrap = bootstrap or (cluster.bootstrap_servers if up_here else "")
+        print(f"kafka cluster node {node.node_id}: {'up' if up_here else 'down'} {node.bootstrap_servers}")
+    if bootstrap:
+        prefix = os.environ.get(env_name("topic_prefix"), "")
+        leader = asyncio.run(current_leader(bootstrap, prefix, QUEUE_ROLE))
+        print(f"scheduling leader: {f'{leader[0]} (epoch {leader[1]})' if leader else 'none yet'}")
     tracing = _jaeger()
     tracing_up = tracing.pid is not None and tracing.is_ready()
     print(f"jaeger: {f'up {tracing.query_url} (OTLP {tracing.otlp_endpoint})' if tracing_up else 'down'}")
     dashboard = _dashboard_pid()
     print(f"dashboard: {'up http://127.0.0.1:8080, pid ' + str(dashboard) if dashboard else 'down'}")
-    defaults = StackSettings("", _run_dir())  # `up` runs the services on the default metrics ports
-    for name in SERVICES:
+    defaults = StackSettings("", _run_dir(), queue_replicas=UP_QUEUE_REPLICAS)  # `up`'s default metrics ports
+    for name in _process_names():
         if name in pids:
             print(f"{name} metrics: {defaults.metrics_url(name)}")
-    return 0 if len(pids) == len(SERVICES) else 1
+    return 0 if len(pids) == len(_process_names()) else 1
 
 
 def run_example(server: str) -> None:
@@ -301,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         finally:
             dashboard.stop()
             stack.stop()
-            for name in SERVICES:
+            for name in _process_names():
                 (_run_dir() / f"{name}.pid").unlink(missing_ok=True)
             _broker().stop()
             _jaeger().stop()

@@ -44,6 +44,16 @@ from .process import (
 SERVICES = ("binder", "filter", "preemption", "queue")  # start order: writers before readers
 
 
+def standby_queue_names(replicas: int) -> tuple[str, ...]:
+    """The process names of queue replicas beyond the first: queue-2, queue-3, ..."""
+    return tuple(f"queue-{n}" for n in range(2, replicas + 1))
+
+
+def service_of(name: str) -> str:
+    """The service a process name runs (queue-2 is a queue)."""
+    return name.split("-", 1)[0]
+
+
 @dataclass
 class StackSettings:
     bootstrap: str
@@ -75,14 +85,33 @@ class StackSettings:
     service_env: dict[str, dict[str, str]] = field(default_factory=dict)
     # How health checks reach services whose ports speak TLS (PODSCHED_TLS_CERT_FILE); None: plaintext.
     health_tls: ClientTLS | None = None
+    # Queue replicas: all serve the public API (the first on addresses["queue"]), one leads the
+    # scheduling loop; the others are queue-2, queue-3, ... with addresses and metrics of their own.
+    queue_replicas: int = 1
+
+    def __post_init__(self) -> None:
+        # Standby queues not given addresses: the queue's default ports plus 10 per replica.
+        for n, name in enumerate(standby_queue_names(self.queue_replicas), start=1):
+            if name not in self.addresses:
+                host, port = self.addresses["queue"].rsplit(":", 1)
+                self.addresses[name] = f"{host}:{int(port) + 10 * n}"
+            if name not in self.metrics_addresses and self.metrics_addresses.get("queue"):
+                host, port = self.metrics_addresses["queue"].rsplit(":", 1)
+                self.metrics_addresses[name] = f"{host}:{int(port) + 10 * n}"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every process of the stack, in start order."""
+        return SERVICES + standby_queue_names(self.queue_replicas)
 
     @staticmethod
     def on_free_ports(bootstrap: str, run_dir: Path, **kwargs: object) -> StackSettings:
         """Settings whose gRPC and metrics ports are all free loopback ports (tests run stacks side by side)."""
-        ports = free_ports(2 * len(SERVICES))
-        grpc_ports, metrics_ports = ports[: len(SERVICES)], ports[len(SERVICES) :]
-        addresses = {name: f"127.0.0.1:{port}" for name, port in zip(SERVICES, grpc_ports, strict=True)}
-        metrics = {name: f"127.0.0.1:{port}" for name, port in zip(SERVICES, metrics_ports, strict=True)}
+        names = SERVICES + standby_queue_names(int(kwargs.get("queue_replicas", 1)))  # type: ignore[call-overload]
+        ports = free_ports(2 * len(names))
+        grpc_ports, metrics_ports = ports[: len(names)], ports[len(names) :]
+        addresses = {name: f"127.0.0.1:{port}" for name, port in zip(names, grpc_ports, strict=True)}
+        metrics = {name: f"127.0.0.1:{port}" for name, port in zip(names, metrics_ports, strict=True)}
         kwargs.setdefault("metrics_addresses", metrics)
         return StackSettings(bootstrap, run_dir, addresses=addresses, **kwargs)  # type: ignore[arg-type]
 
@@ -116,9 +145,10 @@ class ServiceStack:
                 env_name("metrics_address"): s.metrics_addresses.get(name, ""),
             }
         )
-        if name == "queue":
+        if service_of(name) == "queue":
             for peer in ("filter", "preemption", "binder"):
                 env[env_name(f"{peer}_address")] = s.addresses[peer]
+            env[env_name("replica_id")] = name
         if name == "preemption":
             env[env_name("workers")] = str(s.workers)
         env.update(s.extra_env)
@@ -135,7 +165,8 @@ class ServiceStack:
     def pid_path(self, name: str) -> Path:
         return self.settings.run_dir / f"{name}.pid"
 
-    def start(self, names: tuple[str, ...] = SERVICES, timeout: float = 120.0) -> None:
+    def start(self, names: tuple[str, ...] | None = None, timeout: float = 120.0) -> None:
+        names = self.settings.names if names is None else names
         for name in names:
             self.start_one(name, wait=False)
         for name in names:
@@ -143,7 +174,7 @@ class ServiceStack:
 
     def start_one(self, name: str, wait: bool = True, timeout: float = 120.0) -> None:
         with open(self.log_path(name), "ab") as log:  # appended across restarts: one story per service
-            process = spawn([sys.executable, "-m", f"podsched_{name}"], log, env=self.environment(name))
+            process = spawn([sys.executable, "-m", f"podsched_{service_of(name)}"], log, env=self.environment(name))
         self.processes[name] = process
         self.pid_path(name).write_text(str(process.pid))
         if wait:
@@ -185,7 +216,7 @@ class ServiceStack:
         self.start_one(name, wait=True, timeout=timeout)
 
     def stop(self) -> None:
-        for name in reversed(SERVICES):
+        for name in reversed(self.settings.names):
             self.stop_one(name)
 
     def rss_bytes(self) -> dict[str, int]:

@@ -48,12 +48,16 @@ from podsched_service.codec import (
     topics,
 )
 from podsched_service.kafka_log import ensure_topics
+from podsched_service.leader_election import QUEUE_ROLE, EpochFence, latest_epoch
 from podsched_service.replica import Replica
 from podsched_service.scheduling import load_admission_config
 
 from .config import BinderConfig
 
 log = logging.getLogger(__name__)
+
+# BindResult.reason of a decision refused because its queue leader was deposed.
+DEPOSED = "Deposed"
 WRITER = "podsched-binder"
 
 BINDS = Counter("podsched_binds_total", "Bind requests the binder applied, by result (bound / refused).", ["result"])
@@ -103,6 +107,8 @@ class Binder:
             # ResourceQuota admission runs here, in the single writer's serialized batches.
             quota_admission=load_admission_config(config.admission_config),
         )
+        # Scheduling decisions come from the queue leader of the newest epoch only.
+        self.fence = EpochFence()
         self.cluster.listeners.append(self._on_change)
         self.cluster.event_listeners.append(self._on_event)
         self._recording = False
@@ -215,6 +221,8 @@ class Binder:
         # Registering the transactional id fences a previous binder and aborts its open
         # transaction, so the log read next is final.
         await self.producer.start()
+        # A restarted binder fences from the newest leader's epoch on, not from whoever writes first.
+        self.fence = EpochFence(await latest_epoch(config.kafka_bootstrap_servers, config.topic_prefix, QUEUE_ROLE))
         await self._rebuild()
         self._tasks = [
             asyncio.create_task(self._write_loop(), name="binder-writes"),
@@ -390,6 +398,14 @@ class Binder:
         recorded = self._batch_json.get(id(obj))
         return recorded[1] if recorded is not None and recorded[0] is obj else to_json(obj)
 
+    def admit_leader(self, epoch: int) -> None:
+        """Refuse a scheduling decision (Bind, RecordFailure) from a deposed queue leader. Runs in the
+        write loop, so the check and the write are one step: nothing a deposed leader sends after its
+        successor's first write is applied."""
+        problem = self.fence.admit(epoch)
+        if problem is not None:
+            raise BindError(DEPOSED, problem)
+
     def versions(self) -> tuple[int, int]:
         return self.cluster.resource_version, self.cluster.recorder.next_sequence - 1
 
@@ -468,6 +484,7 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         bindings = [(b.pod_uid, b.node_name, telemetry.context_from_carrier(b.trace_context)) for b in request.bindings]
 
         def bind_all(cluster: Cluster) -> list[binder_pb2.BindResult]:
+            self.binder.admit_leader(request.leader_epoch)
             results = []
             for pod_uid, node_name, pod_trace in bindings:
                 # Under the pod's attempt when the queue sent it (a Bind carries many pods), else the RPC.
@@ -496,6 +513,7 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
 
     async def RecordFailure(self, request: binder_pb2.RecordFailureRequest, context: grpc.aio.ServicerContext) -> Any:
         def record(cluster: Cluster) -> None:
+            self.binder.admit_leader(request.leader_epoch)
             # Evictions, nomination changes and the FailedScheduling event in one span, so a trace
             # shows what the binder actually changed (victims already gone are skipped).
             with telemetry.tracer().start_as_current_span("record scheduling failure") as span:

@@ -40,6 +40,13 @@ class QueueConfig(CommonConfig):
     internal_tls_ca_file: str = ""
     internal_tls_cert_file: str = ""
     internal_tls_key_file: str = ""
+    # Several queue replicas may run: all serve the public API, and the one the election over Kafka
+    # makes leader runs the scheduling loop (podsched_service.leader_election); off: this one
+    # schedules at once, alone.
+    leader_election: bool = True
+    # This replica's name in the election (Kafka's group.instance.id: a replica restarted under the
+    # same name takes its place at once); empty: <hostname>-<listen port>.
+    replica_id: str = ""
     # Record every write to the public API (accepted or refused, with the caller) on
     # <prefix>podsched.audit.v1.
     api_audit: bool = True

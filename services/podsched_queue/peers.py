@@ -3,6 +3,8 @@ interfaces to them (scheduler.Filter, Preemption, Binder) over those connections
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import grpc
 
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
@@ -54,13 +56,17 @@ class PreemptionClient:
 
 
 class BinderClient:
-    """scheduler.Binder over the binder service."""
+    """scheduler.Binder over the binder service; every decision carries the leader epoch the queue
+    schedules under (the binder refuses a deposed leader's)."""
 
-    def __init__(self, stub: binder_pb2_grpc.BinderStub) -> None:
+    def __init__(self, stub: binder_pb2_grpc.BinderStub, leader_epoch: Callable[[], int]) -> None:
         self.stub = stub
+        self.leader_epoch = leader_epoch
 
     async def bind(self, request: binder_pb2.BindRequest) -> binder_pb2.BindResponse:
+        request.leader_epoch = self.leader_epoch()
         return await self.stub.Bind(request, timeout=RPC_TIMEOUT)
 
     async def record_failure(self, request: binder_pb2.RecordFailureRequest) -> binder_pb2.RecordFailureResponse:
+        request.leader_epoch = self.leader_epoch()
         return await self.stub.RecordFailure(request, timeout=RPC_TIMEOUT)

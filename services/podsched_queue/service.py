@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
+import signal
+import socket
 
 from podsched.cluster.state import Cluster
 from podsched.queue import scheduling_queue as sq
@@ -19,6 +23,7 @@ from podsched_proto.binder.v1 import binder_pb2_grpc
 from podsched_proto.filter.v1 import filter_pb2_grpc
 from podsched_proto.preemption.v1 import preemption_pb2_grpc
 from podsched_service import telemetry
+from podsched_service.leader_election import QUEUE_ROLE, LeaderElection
 from podsched_service.replica import Replica
 from podsched_service.scheduling import load_admission_config, load_scheduler_config
 
@@ -30,6 +35,8 @@ from .instrumentation import AttemptTelemetry, report_pending_pods
 from .peers import RPC_TIMEOUT, BinderClient, FilterClient, PreemptionClient, peer_channel
 from .scheduler import Scheduler
 from .watch import WatchFanOut
+
+log = logging.getLogger(__name__)
 
 
 class QueueService:
@@ -75,13 +82,24 @@ class QueueService:
             batch_size=config.batch_size,
             filter=FilterClient(self.filter),
             preemption=PreemptionClient(self.preemption),
-            binder=BinderClient(self.binder),
+            binder=BinderClient(self.binder, lambda: self.election.epoch if self.election is not None else 0),
             written=self,
             clock=self.clock,
             observer=self.telemetry,
         )
         self.replica.on_applied.append(self.scheduler.wake.set)
         self._loop_task: asyncio.Task[None] | None = None
+        self.election: LeaderElection | None = None
+        if config.leader_election:
+            identity = config.replica_id or f"{socket.gethostname()}-{config.listen_address.rsplit(':', 1)[-1]}"
+            self.election = LeaderElection(
+                config.kafka_bootstrap_servers,
+                config.topic_prefix,
+                QUEUE_ROLE,
+                identity,
+                on_elected=lambda epoch: self._start_scheduling(),
+                on_deposed=self._deposed,
+            )
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -90,9 +108,32 @@ class QueueService:
         await self.replica.start()
         self.known_version = self.replica.version
         self.known_event_sequence = self.replica.event_sequence
-        self._loop_task = asyncio.create_task(self.scheduler.run(), name="scheduling-loop")
+        if self.election is None:
+            self._start_scheduling()
+        else:  # a standby serves the API; it schedules once elected
+            await self.election.start()
+
+    def _start_scheduling(self) -> None:
+        if self._loop_task is None:
+            self._loop_task = asyncio.create_task(self.scheduler.run(), name="scheduling-loop")
+
+    def _deposed(self) -> None:
+        """Another replica leads now: stop scheduling at once and exit (as kube-scheduler does when it
+        loses its lease); the supervisor starts this replica again, as a standby. Whatever it still
+        sends, the binder refuses (an older epoch)."""
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+        log.error("deposed as the scheduling leader: stopping")
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    @property
+    def leading(self) -> bool:
+        """Whether this replica runs the scheduling loop."""
+        return self.election.leading if self.election is not None else self._loop_task is not None
 
     async def stop(self) -> None:
+        if self.election is not None:
+            await self.election.stop()
         if self._loop_task is not None:
             self._loop_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

@@ -508,9 +508,14 @@ def test_kubernetes_addresses_reach_the_right_pods(manifests: list[dict[str, Any
 
 def test_kubernetes_single_writers(manifests: list[dict[str, Any]]) -> None:
     deployments = {k8s_module(d): d for d in of_kind(manifests, "Deployment").values()}
-    for module in ("podsched_binder", "podsched_queue"):
-        spec = deployments[module]["spec"]
-        assert spec["replicas"] == 1 and spec["strategy"]["type"] == "Recreate", module
+    binder = deployments["podsched_binder"]["spec"]
+    assert binder["replicas"] == 1 and binder["strategy"]["type"] == "Recreate"
+    # The queue replicas elect one scheduling leader, each under its own pod's name.
+    queue = deployments["podsched_queue"]
+    queue_env = container_of(queue)["env"]
+    assert queue["spec"]["replicas"] >= 2
+    assert {"name": "PODSCHED_LEADER_ELECTION", "value": "true"} in queue_env
+    assert {"name": "PODSCHED_REPLICA_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in queue_env
     preemption = container_of(deployments["podsched_preemption"])
     workers = int(k8s_env(preemption)["PODSCHED_WORKERS"])
     assert workers == int(preemption["resources"]["requests"]["cpu"]), "one worker process per requested CPU"
