@@ -268,6 +268,7 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 
     figure, axis = plt.subplots(figsize=(8, 4.5))
     styles = {"compacted": "-", "history": "--"}
+    colors = dict(zip([*SERVICES, "all"], ["tab:blue", "tab:orange", "tab:green", "tab:red", "black"], strict=True))
     for mode in sorted({r["mode"] for r in results}):
         for service in [*SERVICES, "all"]:
             points = sorted(
@@ -276,11 +277,21 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
                 if (r["mode"], r["service"]) == (mode, service)
             )
             if points:
-                axis.plot(*zip(*points, strict=True), styles.get(mode, "-"), marker="o", label=f"{service} ({mode})")
+                axis.plot(
+                    *zip(*points, strict=True),
+                    styles.get(mode, "-"),
+                    color=colors[service],
+                    marker="o",
+                    label=f"{service} ({mode})",
+                )
     axis.set_xlabel("pods created and deleted before the restart (history)")
     axis.set_ylabel("seconds from start to serving")
     live = results[0]
-    axis.set_title(f"restart time, live cluster {live['live_nodes']} nodes + {live['live_pods']} pods", fontsize=10)
+    axis.set_title(
+        f"restart time, live cluster {live['live_nodes']} nodes + {live['live_pods']} pods "
+        "(solid: compacted log, dashed: whole history kept)",
+        fontsize=9,
+    )
     axis.legend(fontsize=7, ncol=2)
     axis.grid(alpha=0.3)
     figure.tight_layout()
@@ -288,6 +299,12 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> int:
+    if args.replot:
+        # Several runs' JSON lines in one plot (each run is kept short on a shared machine).
+        lines = [line for path in args.replot for line in path.read_text().splitlines() if line.startswith("{")]
+        plot([json.loads(line) for line in lines], args.plot)
+        print(f"plot: {args.plot}", file=sys.stderr)
+        return 0
     ensure_kafka_installed()
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="podsched-restart-") as tmp:
@@ -316,6 +333,7 @@ def main() -> None:
     parser.add_argument("--round", type=int, default=5000, help="pods created (then deleted) at a time")
     parser.add_argument("--compaction-timeout", type=float, default=120.0, help="seconds to wait for compaction")
     parser.add_argument("--plot", type=Path, default=Path("docs/bench/restart.png"))
+    parser.add_argument("--replot", type=Path, action="append", help="only draw the plot from these JSON lines files")
     args = parser.parse_args()
     args.mode = args.mode or ["history", "compacted"]
     args.history = args.history or [0, 20000]
