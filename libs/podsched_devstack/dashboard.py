@@ -17,7 +17,7 @@ from pathlib import Path
 
 from podsched_service.config import env_name
 
-from .process import spawn, stop_child, tail, wait_ready
+from .process import DevstackError, spawn, stop_child, tail, wait_ready
 
 DEFAULT_DASHBOARD_ADDRESS = "127.0.0.1:8080"
 
@@ -86,7 +86,11 @@ class DashboardProcess:
         with open(self.log_path, "ab") as log:
             self.process = spawn([sys.executable, "-m", "podsched_dashboard"], log, env=self.environment())
         self.pid_path.write_text(str(self.process.pid))
-        self.wait_until(self.is_ready if until_synced else self.is_serving, timeout, f"dashboard ({self.url})")
+        try:
+            self.wait_until(self.is_ready if until_synced else self.is_serving, timeout, f"dashboard ({self.url})")
+        except DevstackError:
+            self.stop()  # never left running behind a failed start
+            raise
 
     def wait_until(self, condition: Callable[[], bool], timeout: float, subject: str) -> None:
         """Poll `condition` until it holds; fail with the log's tail if the process exits or time runs out."""

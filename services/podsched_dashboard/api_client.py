@@ -33,6 +33,19 @@ _CHANGE_TYPES = {
     events_pb2.ObjectChange.DELETED: "DELETED",
 }
 RETRY_SECONDS = 1.0
+# A listing of a large cluster is one message of tens of MB (30,000 pods: about 18 MB); gRPC's default
+# limit on what a client receives is 4 MB.
+MAX_MESSAGE_BYTES = 1 << 30
+# The kinds the mirror keeps, by the resource name Get takes.
+MIRRORED = (
+    ("pods", "Pod"),
+    ("nodes", "Node"),
+    ("priorityclasses", "PriorityClass"),
+    ("poddisruptionbudgets", "PodDisruptionBudget"),
+    ("resourcequotas", "ResourceQuota"),
+)
+# How long the mirror may take to show what a listing showed before the dashboard lists again.
+SYNC_CHECK_SECONDS = 2.0
 
 
 class ApiFailure(Exception):
@@ -60,16 +73,18 @@ class ApiClient:
         self.address = connection.address
         self.timeout = timeout
         self._metadata = (("authorization", f"Bearer {connection.token}"),) if connection.token else None
+        options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
         if connection.tls:
             credentials = grpc.ssl_channel_credentials(
                 root_certificates=connection.ca,
                 private_key=connection.client_key,
                 certificate_chain=connection.client_certificate,
             )
-            options = [("grpc.ssl_target_name_override", connection.server_name)] if connection.server_name else []
+            if connection.server_name:
+                options.append(("grpc.ssl_target_name_override", connection.server_name))
             self._channel = grpc.aio.secure_channel(connection.address, credentials, options=options)
         else:
-            self._channel = grpc.aio.insecure_channel(connection.address)
+            self._channel = grpc.aio.insecure_channel(connection.address, options=options)
         self._stub = api_pb2_grpc.PodSchedStub(self._channel)
 
     async def close(self) -> None:
@@ -105,23 +120,61 @@ class ApiClient:
             raise self.failure(error) from None
         return response
 
+    async def listed_keys(self) -> set[tuple[str, str, str]]:
+        """(kind, namespace, name) of every object the API lists now."""
+        keys = set()
+        for resource, kind in MIRRORED:
+            for obj in await self.get(resource):
+                meta = obj.get("metadata") or {}
+                keys.add((kind, str(meta.get("namespace") or "default"), str(meta.get("name") or "")))
+        return keys
+
+    async def _await_initial_state(
+        self, mirror: ClusterMirror, synced: Callable[[], None], failed: Callable[[str], None]
+    ) -> None:
+        """Call `synced` once the mirror holds the cluster. A Watch from version 0 sends the current
+        state and then the changes, with no mark between them; so the API is asked what exists, and
+        the mirror is synced when it has all of it. An object deleted between the listing and the
+        Watch's snapshot never arrives: after SYNC_CHECK_SECONDS the listing is taken again."""
+        while True:
+            try:
+                expected = await self.listed_keys()
+            except ApiFailure as failure:
+                log.warning("listing the cluster failed; retrying: %s", failure)
+                failed(str(failure))
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            deadline = asyncio.get_running_loop().time() + SYNC_CHECK_SECONDS
+            while asyncio.get_running_loop().time() < deadline:
+                if all(mirror.has(*key) for key in expected):
+                    synced()
+                    return
+                await asyncio.sleep(0.05)
+
     async def follow(
-        self, mirror: ClusterMirror, changed: Callable[[], None], failed: Callable[[str], None] = lambda _: None
+        self,
+        mirror: ClusterMirror,
+        changed: Callable[[], None],
+        failed: Callable[[str], None] = lambda _: None,
+        synced: Callable[[], None] = lambda: None,
     ) -> None:
         """Keep `mirror` current until cancelled: Watch from the mirror's resource version (from the
         start after a reset, the API then sends the current state), the recorded events listed once
         per (re)start so the timeline has the past preemptions. A version the log no longer holds
         (OUT_OF_RANGE, "too old resource version") resets the mirror and relists, as a Kubernetes
         informer does; any other failure is reported to `failed` (kubectl's line: the page shows it)
-        and retried after a pause."""
+        and retried after a pause. `synced` is called when the mirror first holds the whole cluster
+        after a (re)list."""
         while True:
             since = mirror.resource_version
             call = self._stub.Watch(
                 api_pb2.WatchRequest(include_events=True, since_resource_version=since), metadata=self._metadata
             )
+            sync: asyncio.Task[None] | None = None
             try:
                 if since == 0:
                     mirror.reset()
+                    sync = asyncio.create_task(self._await_initial_state(mirror, synced, failed))
                 # Listed after the Watch has started, so nothing recorded in between is missed; the
                 # mirror takes an event twice without harm.
                 listed = await self._stub.ListEvents(
@@ -157,5 +210,7 @@ class ApiClient:
                 failed(str(self.failure(error)))
             finally:
                 call.cancel()
+                if sync is not None and not sync.done():
+                    sync.cancel()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.sleep(RETRY_SECONDS)

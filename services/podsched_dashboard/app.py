@@ -67,8 +67,10 @@ class Dashboard:
         self._follower: asyncio.Task[None] | None = None
 
     def _on_change(self) -> None:
-        self.synced = True
         self.problem = ""
+
+    def _on_synced(self) -> None:
+        self.synced = True
 
     def _on_failure(self, line: str) -> None:
         self.problem = line
@@ -85,7 +87,7 @@ class Dashboard:
 
     async def _follow(self) -> None:
         try:
-            await self.client.follow(self.mirror, self._on_change, self._on_failure)
+            await self.client.follow(self.mirror, self._on_change, self._on_failure, self._on_synced)
         except asyncio.CancelledError:
             raise
         except Exception:

@@ -272,6 +272,20 @@ class ClusterMirror:
 
     # --- reads ------------------------------------------------------------------------------------
 
+    def has(self, kind: str, namespace: str, name: str) -> bool:
+        """Whether the object is held (namespace "default" for cluster-scoped kinds, as listed)."""
+        if kind == "Pod":
+            return (namespace, name) in self.pods
+        if kind == "Node":
+            return name in self.nodes
+        if kind == "PriorityClass":
+            return name in self.priority_classes
+        if kind == "PodDisruptionBudget":
+            return (namespace, name) in self.pdbs
+        if kind == "ResourceQuota":
+            return (namespace, name) in self.quotas
+        return False
+
     def pods_on(self, node: str) -> list[PodEntry]:
         return [self.pods[key] for key in self.pods_by_node.get(node, ()) if key in self.pods]
 
