@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 comma := ,
-.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install browser-install run up down status simulate bench-core bench bench-ab bench-upstream bench-restart certs clean test-upstream
+.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install browser-install run up down status simulate bench-core bench bench-ab bench-upstream bench-restart soak certs clean test-upstream
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -27,6 +27,7 @@ help:
 	@echo "make bench-upstream - podsched against upstream's scheduler_perf v1.37.2, same run, alternating (WORKLOADS=... ROUNDS=n)"
 	@echo "make bench-ab   - two commits compared with interleaved bench runs (BASE=rev, HEAD=rev or the working tree)"
 	@echo "make bench-restart - each service's restart time against history length, compacted log vs whole history (HISTORY=\"0 20000\" MODES=\"history compacted\"), JSON lines + docs/bench/restart.png"
+	@echo "make soak DURATION=30m - churn through the API while services and Kafka nodes are killed -9 at random; audit, lost writes and RSS over time (docs/soak.md)"
 	@echo "make protos     - generate Python code from protos/ into $(PROTO_OUT) (never committed)"
 	@echo "make certs      - development TLS certificates, tokens, policy and kubeconfig into $(CERTS_DIR) (docker compose uses them)"
 
@@ -105,6 +106,13 @@ bench: protos kafka-install
 # Two commits, runs interleaved: BASE=rev [HEAD=rev, default the working tree] [WORKLOAD=...] [ROUNDS=2]
 bench-restart: protos kafka-install
 	$(PY) -m benchmarks.restart $(foreach h,$(HISTORY),--history $(h)) $(foreach m,$(MODES),--mode $(m)) $(BENCH_ARGS)
+
+# DURATION=30m (seconds, or 90s, 30m, 1h) [SEED=n] [SOAK_OUT=docs/soak]: churn with kill -9 of services and
+# Kafka nodes at random times, then the audit and the RSS of every process (docs/soak.md)
+DURATION ?= 10m
+SOAK_OUT ?= .cache/soak/latest
+soak: protos kafka-install
+	$(PY) -m benchmarks.soak --duration $(DURATION) $(if $(SEED),--seed $(SEED)) --out-dir $(SOAK_OUT) $(BENCH_ARGS)
 
 bench-ab: protos kafka-install
 	$(PY) -m benchmarks.ab --base $(BASE) $(if $(HEAD),--head $(HEAD)) $(if $(WORKLOAD),--workload $(WORKLOAD)) \

@@ -1,0 +1,80 @@
+"""A short soak (benchmarks/soak.py, which `make soak` runs for as long as asked): a minute of churn with
+preemptions through the public API on the three-node Kafka cluster and two queue replicas, while one of
+each kind of process is killed with SIGKILL (binder, filter, preemption, the leading queue, the standby
+queue, a Kafka node). The audit finds nothing and no acknowledged write is lost. Nothing about speed or
+memory is asserted: a minute says nothing about a trend, and the machine may be loaded."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks.soak import KILL_KINDS, SoakOptions, parse_duration, run_soak
+from podsched_devstack.kafka import DevstackError, ensure_kafka_installed
+from podsched_devstack.kafka_cluster import KafkaCluster
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    cluster = KafkaCluster(tmp_path_factory.mktemp("soak-kafka"))
+    problem = None
+    try:
+        ensure_kafka_installed()
+        cluster.start(timeout=240)
+    except DevstackError as error:
+        problem = str(error)
+    if problem is not None:
+        cluster.stop()
+        pytest.fail(problem, pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_durations_read_as_seconds_minutes_or_hours() -> None:
+    assert [parse_duration(text) for text in ("90", "90s", "30m", "1h", "1.5m")] == [90, 90, 1800, 3600, 90]
+    with pytest.raises(Exception, match=re.escape("duration: expected seconds or e.g. 90s, 30m, 1h; got '30 minutes'")):
+        parse_duration("30 minutes")
+
+
+@pytest.mark.timeout(1200)
+def test_a_minute_of_churn_with_one_kill_9_of_each_kind_loses_nothing(
+    kafka_cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    options = SoakOptions(
+        duration=60,
+        seed=16,
+        nodes=4,
+        cpus_per_node=8,
+        live_pods=40,
+        creates_per_second=1.5,
+        kill_every=6,
+        kafka_down=(3.0, 6.0),
+        sample_every=2,
+        max_slope=float("inf"),  # a minute says nothing about a trend
+        full_round=True,
+        min_creates=70,  # the nodes fill up (32 slots) and pods are deleted, however slow the machine
+    )
+    summary = run_soak(options, kafka_cluster, tmp_path / "run", tmp_path / "out", log=print)
+    print(json.dumps({k: v for k, v in summary.items() if k != "rss"}))
+
+    assert summary["errors"] == []
+    assert summary["violations"] == 0, "\n".join(summary["violation_samples"])
+    assert summary["lost_write_count"] == 0, summary["lost_writes"]
+    assert summary["resurrected_deletes"] == []
+    assert all(summary["kills"][kind] >= 1 for kind in KILL_KINDS), summary["kills"]
+    pods = summary["pods"]
+    assert pods["created"] > options.live_pods and pods["deleted"] > 0, pods
+    assert pods["preempted"] > 0, "high-priority pods on full nodes preempt"
+    # Every process was sampled, and the report says where its memory went.
+    assert {"binder", "filter", "preemption", "queue", "queue-2", "kafka-1", "kafka-2", "kafka-3"} <= set(
+        summary["rss"]
+    )
+    assert (tmp_path / "out" / "rss.png").stat().st_size > 0
+    lines = (tmp_path / "out" / "rss.jsonl").read_text().splitlines()
+    assert len(lines) >= 10 and all(json.loads(line)["rss"] for line in lines)
