@@ -33,19 +33,9 @@ _CHANGE_TYPES = {
     events_pb2.ObjectChange.DELETED: "DELETED",
 }
 RETRY_SECONDS = 1.0
-# A listing of a large cluster is one message of tens of MB (30,000 pods: about 18 MB); gRPC's default
-# limit on what a client receives is 4 MB.
+# A large cluster's answers are big messages (every event of ListEvents; 30,000 pods listed by Get are
+# about 18 MB); gRPC's default limit on what a client receives is 4 MB.
 MAX_MESSAGE_BYTES = 1 << 30
-# The kinds the mirror keeps, by the resource name Get takes.
-MIRRORED = (
-    ("pods", "Pod"),
-    ("nodes", "Node"),
-    ("priorityclasses", "PriorityClass"),
-    ("poddisruptionbudgets", "PodDisruptionBudget"),
-    ("resourcequotas", "ResourceQuota"),
-)
-# How long the mirror may take to show what a listing showed before the dashboard lists again.
-SYNC_CHECK_SECONDS = 2.0
 
 
 class ApiFailure(Exception):
@@ -120,61 +110,27 @@ class ApiClient:
             raise self.failure(error) from None
         return response
 
-    async def listed_keys(self) -> set[tuple[str, str, str]]:
-        """(kind, namespace, name) of every object the API lists now."""
-        keys = set()
-        for resource, kind in MIRRORED:
-            for obj in await self.get(resource):
-                meta = obj.get("metadata") or {}
-                keys.add((kind, str(meta.get("namespace") or "default"), str(meta.get("name") or "")))
-        return keys
-
-    async def _await_initial_state(
-        self, mirror: ClusterMirror, synced: Callable[[], None], failed: Callable[[str], None]
-    ) -> None:
-        """Call `synced` once the mirror holds the cluster. A Watch from version 0 sends the current
-        state and then the changes, with no mark between them; so the API is asked what exists, and
-        the mirror is synced when it has all of it. An object deleted between the listing and the
-        Watch's snapshot never arrives: after SYNC_CHECK_SECONDS the listing is taken again."""
-        while True:
-            try:
-                expected = await self.listed_keys()
-            except ApiFailure as failure:
-                log.warning("listing the cluster failed; retrying: %s", failure)
-                failed(str(failure))
-                await asyncio.sleep(RETRY_SECONDS)
-                continue
-            deadline = asyncio.get_running_loop().time() + SYNC_CHECK_SECONDS
-            while asyncio.get_running_loop().time() < deadline:
-                if all(mirror.has(*key) for key in expected):
-                    synced()
-                    return
-                await asyncio.sleep(0.05)
-
     async def follow(
         self,
         mirror: ClusterMirror,
         changed: Callable[[], None],
         failed: Callable[[str], None] = lambda _: None,
-        synced: Callable[[], None] = lambda: None,
     ) -> None:
         """Keep `mirror` current until cancelled: Watch from the mirror's resource version (from the
         start after a reset, the API then sends the current state), the recorded events listed once
         per (re)start so the timeline has the past preemptions. A version the log no longer holds
         (OUT_OF_RANGE, "too old resource version") resets the mirror and relists, as a Kubernetes
         informer does; any other failure is reported to `failed` (kubectl's line: the page shows it)
-        and retried after a pause. `synced` is called when the mirror first holds the whole cluster
-        after a (re)list."""
+        and retried after a pause. The bookmark after the current state marks the mirror synced: it
+        holds the whole cluster from then on."""
         while True:
             since = mirror.resource_version
             call = self._stub.Watch(
                 api_pb2.WatchRequest(include_events=True, since_resource_version=since), metadata=self._metadata
             )
-            sync: asyncio.Task[None] | None = None
             try:
                 if since == 0:
                     mirror.reset()
-                    sync = asyncio.create_task(self._await_initial_state(mirror, synced, failed))
                 # Listed after the Watch has started, so nothing recorded in between is missed; the
                 # mirror takes an event twice without harm.
                 listed = await self._stub.ListEvents(
@@ -199,7 +155,7 @@ class ApiClient:
                     elif which == "bookmark_resource_version":
                         # The state just sent is complete as of this version: a watch resumes from it.
                         mirror.resource_version = max(mirror.resource_version, item.bookmark_resource_version)
-                        continue
+                        mirror.synced = True
                     changed()
             except grpc.aio.AioRpcError as error:
                 if error.code() == grpc.StatusCode.OUT_OF_RANGE:
@@ -210,7 +166,5 @@ class ApiClient:
                 failed(str(self.failure(error)))
             finally:
                 call.cancel()
-                if sync is not None and not sync.done():
-                    sync.cancel()
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.sleep(RETRY_SECONDS)

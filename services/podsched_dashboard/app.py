@@ -61,16 +61,12 @@ class Dashboard:
         self.connection = connection
         self._client: ApiClient | None = None
         self.mirror = ClusterMirror(config.timeline_length)
-        self.synced = False
         # Why the dashboard cannot follow the API right now (kubectl's line), or "".
         self.problem = ""
         self._follower: asyncio.Task[None] | None = None
 
     def _on_change(self) -> None:
         self.problem = ""
-
-    def _on_synced(self) -> None:
-        self.synced = True
 
     def _on_failure(self, line: str) -> None:
         self.problem = line
@@ -87,7 +83,7 @@ class Dashboard:
 
     async def _follow(self) -> None:
         try:
-            await self.client.follow(self.mirror, self._on_change, self._on_failure, self._on_synced)
+            await self.client.follow(self.mirror, self._on_change, self._on_failure)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -127,7 +123,7 @@ def build_app(dashboard: Dashboard) -> Starlette:
         )
 
     async def healthz(_: Request) -> Response:
-        if dashboard.synced and not dashboard.problem:
+        if mirror.synced and not dashboard.problem:
             return PlainTextResponse("ok")
         return PlainTextResponse(dashboard.problem or "syncing", status_code=503)
 

@@ -162,6 +162,8 @@ class ClusterMirror:
         # uid -> keys of the preemptions it takes part in (as preemptor or victim).
         self.preemption_parts: dict[str, set[tuple[str, str]]] = {}
         self.resource_version = 0
+        # The Watch's bookmark after the current state has come: the mirror holds the whole cluster.
+        self.synced = False
         self.view_versions = dict.fromkeys(VIEWS, 0)
         self.version = 0
         self._bump(*VIEWS)
@@ -271,20 +273,6 @@ class ClusterMirror:
         self._bump(PREEMPTIONS, NODES)
 
     # --- reads ------------------------------------------------------------------------------------
-
-    def has(self, kind: str, namespace: str, name: str) -> bool:
-        """Whether the object is held (namespace "default" for cluster-scoped kinds, as listed)."""
-        if kind == "Pod":
-            return (namespace, name) in self.pods
-        if kind == "Node":
-            return name in self.nodes
-        if kind == "PriorityClass":
-            return name in self.priority_classes
-        if kind == "PodDisruptionBudget":
-            return (namespace, name) in self.pdbs
-        if kind == "ResourceQuota":
-            return (namespace, name) in self.quotas
-        return False
 
     def pods_on(self, node: str) -> list[PodEntry]:
         return [self.pods[key] for key in self.pods_by_node.get(node, ()) if key in self.pods]

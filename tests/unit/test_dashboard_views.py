@@ -486,15 +486,3 @@ def test_at_5000_nodes_and_30000_pods_the_browser_gets_one_page_not_the_cluster(
     assert views.cluster_totals(cluster.mirror)["pending"] == 5000
     assert len(views.nodes_page(cluster.mirror, page_size=50)["nodes"]) == 50
     assert views.queue_page(cluster.mirror, T0, page_size=50)["pages"] == 100
-
-
-def test_the_mirror_says_which_listed_objects_it_holds() -> None:
-    cluster = Cluster().classes().add(node("a"), pod("p", LOW), pdb("b", "db", 1, 1))
-    held = [
-        ("Node", "default", "a"),
-        ("Pod", "default", "p"),
-        ("PriorityClass", "default", "low-priority"),
-        ("PodDisruptionBudget", "default", "b"),
-    ]
-    assert all(cluster.mirror.has(*key) for key in held)
-    assert not cluster.mirror.has("Pod", "other", "p") and not cluster.mirror.has("ResourceQuota", "default", "q")
