@@ -33,7 +33,7 @@ from .kafka import default_data_dir as kafka_data_dir
 from .kafka_cluster import KafkaCluster
 from .kafka_cluster import default_data_dir as kafka_cluster_dir
 from .process import DevstackError, devstack_dir, process_cmdline, repo_root, stop_pid
-from .services import SERVICES, ServiceStack, StackSettings, standby_queue_names
+from .services import SERVICES, ServiceStack, StackSettings, service_of, standby_queue_names
 
 EXAMPLE = Path("examples/high-mid-low")
 
@@ -114,7 +114,9 @@ def up(workers: int, topic_prefix: str = "", kafka_nodes: int = 1) -> tuple[Serv
     )
     stack = ServiceStack(settings)
     stack.start()
-    dashboard = DashboardProcess(_run_dir(), stack.server, jaeger_url=tracing.query_url)
+    # Every queue replica serves the API: the dashboard is given them all and moves on when one stops.
+    replicas = ",".join(settings.addresses[name] for name in settings.names if service_of(name) == "queue")
+    dashboard = DashboardProcess(_run_dir(), replicas, jaeger_url=tracing.query_url)
     try:
         dashboard.start()
     except DevstackError:

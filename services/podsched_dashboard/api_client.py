@@ -57,12 +57,25 @@ def connection_of(config: DashboardConfig) -> Connection:
 
 
 class ApiClient:
-    """One grpc.aio channel to the public API."""
+    """A grpc.aio channel to the public API. The connection's address may name several queue
+    replicas, comma separated (`127.0.0.1:50051,127.0.0.1:50061`): every replica serves the API, so
+    when the one in use stops answering the Watch moves to the next (`fail_over`)."""
 
     def __init__(self, connection: Connection, timeout: float) -> None:
-        self.address = connection.address
+        self.addresses = [address.strip() for address in connection.address.split(",") if address.strip()]
         self.timeout = timeout
+        self._connection = connection
         self._metadata = (("authorization", f"Bearer {connection.token}"),) if connection.token else None
+        self._index = 0
+        self._open()
+
+    @property
+    def address(self) -> str:
+        """The replica in use."""
+        return self.addresses[self._index]
+
+    def _open(self) -> None:
+        connection = self._connection
         options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
         if connection.tls:
             credentials = grpc.ssl_channel_credentials(
@@ -72,10 +85,17 @@ class ApiClient:
             )
             if connection.server_name:
                 options.append(("grpc.ssl_target_name_override", connection.server_name))
-            self._channel = grpc.aio.secure_channel(connection.address, credentials, options=options)
+            self._channel = grpc.aio.secure_channel(self.address, credentials, options=options)
         else:
-            self._channel = grpc.aio.insecure_channel(connection.address, options=options)
+            self._channel = grpc.aio.insecure_channel(self.address, options=options)
         self._stub = api_pb2_grpc.PodSchedStub(self._channel)
+
+    async def fail_over(self) -> None:
+        """Use the next replica (with one address: reconnect to it)."""
+        old = self._channel
+        self._index = (self._index + 1) % len(self.addresses)
+        self._open()
+        await old.close()
 
     async def close(self) -> None:
         await self._channel.close()
@@ -121,8 +141,8 @@ class ApiClient:
         per (re)start so the timeline has the past preemptions. A version the log no longer holds
         (OUT_OF_RANGE, "too old resource version") resets the mirror and relists, as a Kubernetes
         informer does; any other failure is reported to `failed` (kubectl's line: the page shows it)
-        and retried after a pause. The bookmark after the current state marks the mirror synced: it
-        holds the whole cluster from then on."""
+        and retried after a pause, on the next replica if this one does not answer. The bookmark
+        after the current state marks the mirror synced: it holds the whole cluster from then on."""
         while True:
             since = mirror.resource_version
             call = self._stub.Watch(
@@ -162,8 +182,10 @@ class ApiClient:
                     log.info("watch from %d is too old; relisting", since)
                     mirror.resource_version = 0
                     continue
-                log.warning("watch failed (%s); retrying: %s", error.code().name, error.details())
+                log.warning("watch on %s failed (%s); retrying: %s", self.address, error.code().name, error.details())
                 failed(str(self.failure(error)))
+                if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                    await self.fail_over()
             finally:
                 call.cancel()
             with contextlib.suppress(asyncio.TimeoutError):

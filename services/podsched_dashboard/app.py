@@ -129,7 +129,7 @@ def build_app(dashboard: Dashboard) -> Starlette:
 
     async def summary(_: Request) -> Response:
         body = views.cluster_totals(mirror)
-        body["server"] = dashboard.connection.address
+        body["server"] = dashboard.client.address  # the replica in use
         body["problem"] = dashboard.problem
         body["versions"] = mirror.view_versions
         return JSONResponse(body)
