@@ -298,12 +298,12 @@ class Binder:
                     outcomes.append((False, error))
                 finally:
                     otel_context.detach(token)
-            # The controllers react to this batch's changes in the same transaction (a preempted
-            # pod's replacement commits with its eviction).
+            # Node-pressure eviction and the controllers react to this batch's changes in the same
+            # transaction (a preempted pod's replacement commits with its eviction).
             try:
-                self.cluster.run_controllers()
+                self.cluster.reconcile()
             except Exception:  # a bug: the batch's own writes still commit; the next batch retries
-                log.exception("running the workload controllers failed")
+                log.exception("node-pressure eviction or the workload controllers failed")
             self.cluster.refresh_pdb_status()
         finally:
             self._recording = False

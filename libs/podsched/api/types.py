@@ -338,6 +338,9 @@ class PodStatus:
     nominated_node_name: str = ""
     start_time: float | None = None
     conditions: tuple[PodCondition, ...] = ()
+    # Why the pod is in its phase, as the kubelet says it (`Evicted` and its message).
+    reason: str = ""
+    message: str = ""
 
 
 @dataclass(slots=True)

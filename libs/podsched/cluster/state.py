@@ -7,6 +7,7 @@
   * `node_agent`: bound pods become Running, terminating pods go away when their grace period ends,
     pods created on a node that cannot hold them fail;
   * `disruption`: the disruption controller keeping PodDisruptionBudget status current;
+  * `eviction`: the kubelet's node-pressure eviction (`node_pressure`);
   * `controllers`: the ReplicaSet, Deployment and Job controllers (`podsched.controllers`), run
     after each batch of writes by the single writer;
   * `recorder`: Kubernetes Events.
@@ -40,6 +41,7 @@ from podsched.cluster.admission import UNCHANGED, admit, admit_delete, admit_new
 from podsched.cluster.binder import Binder
 from podsched.cluster.disruption import DisruptionController
 from podsched.cluster.node_agent import NodeAgent
+from podsched.cluster.node_pressure import EvictionManager
 from podsched.cluster.store import Store
 from podsched.controllers.manager import Controllers
 from podsched.framework.node_info import Snapshot
@@ -68,6 +70,7 @@ class Cluster:
         self.node_agent = NodeAgent(self.store, self.recorder, clock)
         self.binder = Binder(self.store, self.recorder, self.node_agent, clock)
         self.disruption = DisruptionController(self.store, clock)
+        self.eviction = EvictionManager(self.store, self.recorder, clock)
         self.controllers = Controllers(
             self.store,
             self.recorder,
@@ -101,7 +104,7 @@ class Cluster:
         self.clear_nomination = self.binder.clear_nomination
         self.preempt_victim = self.binder.preempt_victim
         self.complete_terminations = self.node_agent.complete_terminations
-        self.run_controllers = self.controllers.run
+
         self.refresh_pdb_status = self.disruption.refresh
         self.record = self.recorder.record
         self.restore_event = self.recorder.restore
@@ -112,12 +115,22 @@ class Cluster:
             store.new_meta(priority_class, None)
             store.store_priority_class(None, priority_class, notify=False)
 
+    def reconcile(self) -> None:
+        """What runs after each batch of writes (the binder's, simulate's step): the node agent's
+        eviction manager relieves nodes under pressure, then the workload controllers react to
+        everything that changed, evictions included (an evicted replica is replaced at once)."""
+        self.eviction.relieve()
+        self.controllers.run()
+
     def next_termination_time(self) -> float | None:
-        """When something happens next on its own: a grace period or a simulated run ends, or a
-        Job's active deadline passes."""
-        times = [
-            t for t in (self.node_agent.next_termination_time(), self.controllers.next_deadline()) if t is not None
-        ]
+        """When something happens next on its own: a grace period or a simulated run ends, a
+        Job's active deadline passes, or a node's pressure condition is due to go."""
+        next_times = (
+            self.node_agent.next_termination_time(),
+            self.controllers.next_deadline(),
+            self.eviction.next_lift_time(),
+        )
+        times = [t for t in next_times if t is not None]
         return min(times) if times else None
 
     @property

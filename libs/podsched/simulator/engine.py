@@ -231,7 +231,7 @@ class Simulator:
         cycles = 0
         while cycles < max_cycles:
             self.cluster.complete_terminations()
-            self.cluster.run_controllers()
+            self.cluster.reconcile()
             counts = self.queue.pending_counts()
             if counts[sq.ACTIVE] or (counts[sq.BACKOFF] and self.queue.pop_from_backoff_q):
                 if self.schedule_one() is not None:

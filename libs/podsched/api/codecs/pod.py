@@ -396,6 +396,8 @@ def _decode_pod_status(manifest: Mapping[str, Any], errors: list[FieldError]) ->
         nominated_node_name=get_object_name(status, "nominatedNodeName", "status", errors),
         start_time=get_timestamp(status, "startTime", "status", errors),
         conditions=tuple(_decode_condition(c, p, errors) for p, c in get_items(status, "conditions", "status")),
+        reason=get_string(status, "reason", "status"),
+        message=get_string(status, "message", "status"),
     )
 
 
@@ -545,3 +547,5 @@ def overlay_pod(pod: Pod, body: dict[str, Any]) -> None:
     put(status, "nominatedNodeName", pod.status.nominated_node_name)
     put(status, "startTime", timestamp_text(pod.status.start_time))
     put(status, "conditions", [_encode_condition(c) for c in pod.status.conditions])
+    put(status, "reason", pod.status.reason)
+    put(status, "message", pod.status.message)
