@@ -278,7 +278,9 @@ def _get(args: argparse.Namespace) -> int:
 
 def _get_watch(args: argparse.Namespace, resource: Any, names: set[str]) -> int:
     """`get KIND [NAME...] --watch`: the current objects as `get` prints them, then one row (or JSON line)
-    per change until Ctrl-C, across dropped connections and server restarts, nothing shown twice."""
+    per change until Ctrl-C, across dropped connections and server restarts, nothing shown twice. With
+    --output-watch-events each JSON/YAML item is kubectl's {"type": ADDED|MODIFIED|DELETED, "object": ...};
+    after a relist, objects that went while the watch was away come as DELETED with their last state."""
     from podsched_cli.output import (
         column_widths,
         format_event_json_line,
@@ -297,22 +299,24 @@ def _get_watch(args: argparse.Namespace, resource: Any, names: set[str]) -> int:
     seen = ObjectsSeen()
     wide = args.output == "wide"
     widths: list[int] | None = None
-    listed: list[dict[str, Any]] | None = []  # the first state, printed as one table at its bookmark
+    listed: list[tuple[str, dict[str, Any]]] | None = []  # the first state, printed as one table at its bookmark
 
     def relisting(request: api_pb2.WatchRequest) -> None:
         if request.since_resource_version == 0:
             seen.start_relist()
 
-    def show(objects: list[dict[str, Any]]) -> None:
+    def show(changes: list[tuple[str, dict[str, Any]]]) -> None:
         nonlocal widths
-        if not objects:
+        if not changes:
             return
         if args.output in ("json", "yaml"):
+            items = [{"type": kind, "object": obj} if args.output_watch_events else obj for kind, obj in changes]
             if args.output == "json":
-                _out("".join(format_event_json_line(obj) for obj in objects))
+                _out("".join(format_event_json_line(item) for item in items))
             else:
-                _out("".join("---\n" + format_objects([obj], "yaml", single=True) for obj in objects))
+                _out("".join("---\n" + format_objects([item], "yaml", single=True) for item in items))
             return
+        objects = [obj for _, obj in changes]
         header, rows = table_header_and_rows(
             resource, objects, time.time(), wide=wide, all_namespaces=args.all_namespaces
         )
@@ -333,13 +337,15 @@ def _get_watch(args: argparse.Namespace, resource: Any, names: set[str]) -> int:
                     if names and change.object.name not in names:
                         continue
                     deleted = change.type == events_pb2.ObjectChange.DELETED
+                    known = change.object.uid in seen.objects  # a relisted object shown before changed
                     if seen.is_new(change.object.uid, change.resource_version, obj, deleted):
+                        kind = "MODIFIED" if known and not deleted else events_pb2.ObjectChange.Type.Name(change.type)
                         if listed is not None:
-                            listed.append(obj)
+                            listed.append((kind, obj))
                         else:
-                            show([obj])
+                            show([(kind, obj)])
                 elif which == "bookmark_resource_version":
-                    gone = seen.end_relist()
+                    gone = [("DELETED", obj) for obj in seen.end_relist()]
                     if listed is not None:
                         if not listed and not names:
                             _err(no_resources_message(resource, args.namespace or "", args.all_namespaces))
@@ -676,6 +682,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--watch",
         action="store_true",
         help="after listing, print every change until Ctrl-C (resumes after a dropped connection)",
+    )
+    get.add_argument(
+        "--output-watch-events",
+        action="store_true",
+        help="with --watch and -o json|yaml: each item as {type: ADDED|MODIFIED|DELETED, object: ...}",
     )
     get.set_defaults(handler=_get)
 

@@ -28,7 +28,9 @@ from live_api import Api, node_of
 from podsched_devstack.kafka import KafkaBroker
 from podsched_devstack.services import ServiceStack
 from podsched_proto.api.v1 import api_pb2
+from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
+from podsched_service.log_history import ChangesAfter, TooOld, read_after
 from stacks import running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -225,3 +227,66 @@ def test_the_cli_watches_resume_across_a_server_restart_with_nothing_lost_or_rep
     missing = {key for key, count in newest.items() if (*key, count) not in set(printed)}
     assert not missing, f"lost: {missing}\n{events_err}"
     assert audit(log) == []
+
+
+def test_the_cli_relists_when_compaction_removed_its_resume_point(
+    kafka: KafkaBroker, compacting_stack: ServiceStack
+) -> None:
+    """While the public API is down, pods are deleted and created through the binder and compaction removes
+    the changes after the CLI's resume point: on reconnecting it is told "too old resource version", lists
+    again, and shows just what changed while it was away (the deletion as DELETED with the pod's last
+    state), nothing it had shown already."""
+    stack, prefix = compacting_stack, compacting_stack.settings.topic_prefix
+    api = Api(stack.server)
+    pods = CliWatch(stack.server, "get", "pods", "--watch", "-o", "json", "--output-watch-events")
+    binder = grpc.insecure_channel(stack.settings.addresses["binder"])
+    try:
+        apply(api, node("node-a"))
+        apply(api, *(pod(f"keep-{i}") for i in range(3)))
+        api.wait(lambda: len(api.pods()) == 3 and all(node_of(p) for p in api.pods().values()), 60, "binds")
+        last_shown = max(c.resource_version for c in read(kafka, prefix).changes if c.object.kind == "Pod")
+        pods.wait_for(
+            lambda lines: any(json.loads(line)["object"]["metadata"]["resourceVersion"] == str(last_shown) for line in lines),  # noqa: E501
+            "the pods as they are",
+        )
+        shown_before = len(pods.lines)
+        stack.kill9("queue")
+        writes = binder_pb2_grpc.BinderStub(binder)
+        writes.Delete(binder_pb2.DeleteRequest(kind="Pod", namespace="default", name="keep-0", grace_period_seconds=0))
+        for name in ("new-0", "new-1"):
+            writes.Write(binder_pb2.WriteRequest(object_json=json.dumps(pod(name)).encode()), timeout=30)
+        relabels = iter(range(1000))
+
+        def too_old(_: Log) -> bool:
+            history = ChangesAfter(last_shown)
+            asyncio.run(read_after(kafka.bootstrap_servers, f"{prefix}podsched.objects.v1", history))
+            try:
+                history.check()
+            except TooOld:
+                return True
+            relabelled = node("node-a")
+            relabelled["metadata"]["labels"] = {"round": str(next(relabels))}
+            writes.Write(binder_pb2.WriteRequest(object_json=json.dumps(relabelled).encode()), timeout=30)
+            return False
+
+        wait_for_log(kafka, prefix, too_old, f"compaction past resource version {last_shown}")
+        stack.start_one("queue")
+        pods.wait_for(
+            lambda lines: {"new-0", "new-1", "keep-0"}
+            <= {json.loads(line)["object"]["metadata"]["name"] for line in lines[shown_before:]},
+            "the relisted changes",
+        )
+        time.sleep(1)  # anything more it would print, it prints now
+    finally:
+        pods_err = pods.stop()
+        binder.close()
+        api.close()
+
+    items = [json.loads(line) for line in pods.lines]
+    seen = [(i["object"]["metadata"]["uid"], i["object"]["metadata"]["resourceVersion"], i["type"]) for i in items]
+    assert len(seen) == len(set(seen)), f"shown twice: {seen}\n{pods_err}"
+    after = items[shown_before:]
+    gone = [i for i in after if i["type"] == "DELETED"]
+    assert [i["object"]["metadata"]["name"] for i in gone] == ["keep-0"], after
+    assert not any(i["object"]["metadata"]["name"] in ("keep-1", "keep-2") and i["type"] == "ADDED" for i in after)
+    assert "too old" not in pods_err  # the relist is the CLI's own business: no error printed
