@@ -104,6 +104,17 @@ def page(browser: Browser, live: Live) -> Iterator[Page]:
     opened.close()
 
 
+def example_applied(live: Live) -> None:
+    """The example's classes, nodes and workload, all bound (a test run alone applies them itself;
+    after the first test, applying again changes nothing)."""
+    for manifest in ("cluster.yaml", "workload.yaml"):
+        result = live.podsched("apply", "-f", str(EXAMPLE / manifest))
+        assert result.returncode == 0, result.stderr
+    live.dashboard.wait_until(
+        lambda: sum(1 for p in live.pods() if p["spec"].get("nodeName")) >= 8, 60, "the example's pods bound"
+    )
+
+
 def assert_not_reloaded(page: Page) -> None:
     assert page.evaluate(NO_RELOAD_MARKER) is True, "the page was reloaded: the change did not come live"
 
@@ -131,12 +142,14 @@ def test_the_page_loads_and_shows_the_cluster_as_it_is_applied(live: Live, page:
 
 
 def test_a_what_if_draws_the_dry_run_answer_on_its_node_and_changes_nothing(live: Live, page: Page) -> None:
+    example_applied(live)
     cli = live.podsched("apply", "--dry-run=server", "-f", str(EXAMPLE / "preemptor.yaml"))
     assert cli.returncode == 0, cli.stderr
     before = live.pods()
 
     page.goto(live.dashboard.url + "/#whatif")  # a hash change: the same document
-    page.fill("#whatif-text", (EXAMPLE / "preemptor.yaml").read_text())
+    page.set_input_files("#whatif-file", str(EXAMPLE / "preemptor.yaml"))  # uploaded, not pasted
+    expect(page.locator("#whatif-text")).to_have_value((EXAMPLE / "preemptor.yaml").read_text())
     page.click("#whatif-run")
 
     answer = page.locator(".whatif-answer")
@@ -195,6 +208,7 @@ def test_bad_what_if_input_shows_kubectls_error_and_changes_nothing(
 
 
 def test_the_example_preemption_appears_in_the_timeline_and_on_the_nodes_without_reload(live: Live, page: Page) -> None:
+    example_applied(live)
     page.goto(live.dashboard.url + "/#preemptions")
     expect(page.locator("#timeline")).to_contain_text("no preemptions yet", timeout=WAIT_MS)
 
@@ -240,6 +254,9 @@ def test_the_example_preemption_appears_in_the_timeline_and_on_the_nodes_without
 
 
 def test_the_timeline_links_to_the_preemptions_trace_in_jaeger(live: Live, page: Page) -> None:
+    example_applied(live)  # and preempted (run alone, this test makes the preemption itself)
+    result = live.podsched("apply", "-f", str(EXAMPLE / "preemptor.yaml"))
+    assert result.returncode == 0, result.stderr
     page.goto(live.dashboard.url + "/#preemptions")
     link = page.locator('li.preemption[data-preemptor="default/xyz-0"] a.trace')
     expect(link).to_be_visible(timeout=WAIT_MS)
