@@ -254,7 +254,48 @@ QUOTA: dict[str, Any] = {
     },
 }
 
-BASES = [POD, PLACED_POD, NODE, PRIORITY_CLASS, PDB, QUOTA]
+_TEMPLATE: dict[str, Any] = {
+    "metadata": {"labels": {"app": "web"}, "annotations": {"sim.podsched.io/run-seconds": "5"}},
+    "spec": {
+        "priorityClassName": "low-priority",
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 1,
+        "containers": [{"name": "main", "image": "pause", "resources": {"requests": {"cpu": "100m"}}}],
+    },
+}
+
+DEPLOYMENT: dict[str, Any] = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {"name": "web", "namespace": "default"},
+    "spec": {
+        "replicas": 2,
+        "selector": {"matchLabels": {"app": "web"}},
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": "25%"}},
+        "template": {**_TEMPLATE, "spec": {**_TEMPLATE["spec"], "restartPolicy": "Always"}},
+    },
+}
+
+JOB: dict[str, Any] = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"name": "train", "namespace": "default"},
+    "spec": {
+        "parallelism": 2,
+        "completions": 3,
+        "backoffLimit": 1,
+        "activeDeadlineSeconds": 600,
+        "podFailurePolicy": {
+            "rules": [
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+                {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}},
+            ]
+        },
+        "template": _TEMPLATE,
+    },
+}
+
+BASES = [POD, PLACED_POD, NODE, PRIORITY_CLASS, PDB, QUOTA, DEPLOYMENT, JOB]
 
 # --- hostile values ----------------------------------------------------------------------------------
 

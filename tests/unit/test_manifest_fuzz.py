@@ -56,6 +56,7 @@ def cluster_state(cluster: Cluster) -> Any:
         *cluster.priority_classes.values(),
         *cluster.pdbs.values(),
         *cluster.resource_quotas.values(),
+        *(w for kind in cluster.workloads.values() for w in kind.values()),
     ]
     return (
         sorted(json.dumps(encode_object(obj), sort_keys=True) for obj in objects),

@@ -13,8 +13,11 @@ import copy
 from typing import Any
 
 from podsched.api.codecs.fields import (
+    INT32,
     SchemaError,
+    as_int,
     child,
+    get_array,
     get_int32,
     get_int64,
     get_int_or_string,
@@ -246,7 +249,11 @@ def _pod_failure_policy(spec: dict[str, Any], errors: list[FieldError]) -> tuple
         codes = get_object(item, "onExitCodes", path)
         on_exit_codes = None
         if codes is not None:
-            values = tuple(int(v) for v in codes.get("values") or [] if isinstance(v, int))
+            values_path = f"{path}.onExitCodes.values"
+            values = tuple(
+                as_int(v, f"{values_path}[{i}]", INT32, "int32")
+                for i, v in enumerate(get_array(codes, "values", f"{path}.onExitCodes"))
+            )
             on_exit_codes = (get_string(codes, "operator", f"{path}.onExitCodes"), values)
         conditions = tuple(
             (get_string(c, "type", c_path), get_string(c, "status", c_path) or "True")
