@@ -245,6 +245,7 @@ def test_the_example_preemption_appears_in_the_timeline_and_on_the_nodes_without
     row = page.locator('tr[data-pod="default/xyz-0"]')
     expect(row).to_contain_text(node, timeout=WAIT_MS)
     expect(row.locator(".reason")).to_contain_text("Insufficient cpu")
+    page.screenshot(path=str(live.output / "queue.png"), full_page=True)
 
     # The pod's page: what `podsched describe pod` prints, and its events.
     page.goto(live.dashboard.url + "/#pod/default/xyz-0")

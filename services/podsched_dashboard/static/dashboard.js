@@ -218,7 +218,7 @@ async function renderTimeline() {
           <a href="#pod/${encodeURIComponent(preemptor.namespace)}/${encodeURIComponent(preemptor.name)}" class="preemptor">${esc(preemptor.namespace)}/${esc(preemptor.name)}</a>
           ${preemptor.priority === null ? "" : `(priority ${preemptor.priority})`} preempted on
           <a href="#node/${encodeURIComponent(e.node)}">${esc(e.node)}</a>; now ${esc(preemptor.state)}
-          <a class="trace" href="${esc(e.traceLink)}" target="_blank" rel="noopener">trace in Jaeger</a>
+          ${document.body.dataset.jaeger ? `<a class="trace" href="${esc(e.traceLink)}" target="_blank" rel="noopener">trace in Jaeger</a>` : ""}
           <ul class="victims">${victims}</ul>${violations}</li>`;
       })
       .join("") || `<p class="empty">no preemptions yet</p>`;
