@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.soak import KILL_KINDS, SoakOptions, parse_duration, run_soak
+from benchmarks.soak import KILL_KINDS, SoakOptions, parse_duration, rss_summary, run_soak
 from podsched_devstack.kafka import DevstackError, ensure_kafka_installed
 from podsched_devstack.kafka_cluster import KafkaCluster
 
@@ -40,6 +40,28 @@ def test_durations_read_as_seconds_minutes_or_hours() -> None:
     assert [parse_duration(text) for text in ("90", "90s", "30m", "1h", "1.5m")] == [90, 90, 1800, 3600, 90]
     with pytest.raises(Exception, match=re.escape("duration: expected seconds or e.g. 90s, 30m, 1h; got '30 minutes'")):
         parse_duration("30 minutes")
+
+
+def test_the_rss_slope_ignores_the_drop_at_a_restart_and_finds_a_leak() -> None:
+    # 20 minutes sampled every 10 s. "steady" is restarted at 5 and 14 minutes, each incarnation flat at
+    # its own level (100, then 60, then 80 MB); "leaking" grows 1 MB a minute; "brief" lives 40 s at a time.
+    samples = []
+    for t in range(0, 1200, 10):
+        steady_pid = 1 if t < 300 else 2 if t < 840 else 3
+        steady = {1: 100e6, 2: 60e6, 3: 80e6}[steady_pid]
+        samples.append(
+            {
+                "t": t,
+                "rss": {"steady": steady, "leaking": 50e6 + t / 60 * 1e6, "brief": 30e6 + (t % 40) * 1e6},
+                "pid": {"steady": steady_pid, "leaking": 7, "brief": 100 + t // 40},
+            }
+        )
+    summary = rss_summary(samples, duration=1200)
+    assert summary["steady"]["slope_mb_per_hour"] == 0.0
+    assert summary["steady"]["incarnations"] == 3
+    assert summary["steady"]["first_mib"] == round(100e6 / 2**20, 1)
+    assert summary["leaking"]["slope_mb_per_hour"] == pytest.approx(60.0)
+    assert summary["brief"]["slope_mb_per_hour"] is None, "no incarnation lived a minute after its warm-up"
 
 
 @pytest.mark.timeout(1200)
