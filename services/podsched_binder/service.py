@@ -35,7 +35,7 @@ from podsched.cluster import events as ev
 from podsched.cluster.binder import BindError
 from podsched.cluster.failure import record_scheduling_failure
 from podsched.cluster.state import Cluster
-from podsched.cluster.store import REMOVED, Change
+from podsched.cluster.store import ADDED, REMOVED, Change
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_service import telemetry
 from podsched_service.codec import (
@@ -123,6 +123,10 @@ class Binder:
         # Trace context of each victim's eviction, so its removal after the grace period (a later
         # batch, started by the timer) is part of the preemptor's trace.
         self._eviction_contexts: dict[str, otel_context.Context] = {}
+        # Trace context of the last eviction of a pod a workload controls, by the workload's uid: the
+        # replacement its controller creates joins that trace (a "replace pod" span under it). One per
+        # workload, so this is bounded by the workloads.
+        self._owner_eviction_contexts: dict[str, otel_context.Context] = {}
         # This batch's "terminate" spans, by pod uid: the removal's records and events go under them.
         self._termination_contexts: dict[str, otel_context.Context] = {}
         self._operations: asyncio.Queue[Operation] = asyncio.Queue()
@@ -155,9 +159,27 @@ class Binder:
         old, new = change.old, change.new
         if new is not None and new.metadata.deletion_timestamp and (old is None or not old.metadata.deletion_timestamp):
             self._eviction_contexts[new.uid] = context
+            owner = new.metadata.controller_ref()
+            if owner is not None and trace.get_current_span(context).get_span_context().is_valid:
+                self._owner_eviction_contexts[owner.uid] = context
         if change.type == REMOVED and old is not None:
             return self._termination_context(old.uid, old) or context
+        if change.type == ADDED and new is not None:
+            return self._replacement_context(new) or context
         return context
+
+    def _replacement_context(self, pod: Any) -> otel_context.Context | None:
+        """A pod a controller created after one of its pods was evicted: a "replace pod" span in the
+        evicting trace, so the replacement's journey continues the preemption that caused it."""
+        owner = pod.metadata.controller_ref()
+        evicted_in = self._owner_eviction_contexts.pop(owner.uid, None) if owner is not None else None
+        if evicted_in is None or owner is None:
+            return None
+        attributes = telemetry.pod_attributes(pod)
+        attributes["podsched.owner"] = f"{owner.kind}/{owner.name}"
+        span = telemetry.tracer().start_span("replace pod", context=evicted_in, attributes=attributes)
+        span.end()
+        return trace.set_span_in_context(span, evicted_in)
 
     def _termination_context(self, uid: str, pod: Any) -> otel_context.Context | None:
         """The "terminate pod" span of an evicted pod removed in this batch (created by whichever of

@@ -289,3 +289,78 @@ def test_the_cli_starts_the_trace_of_what_it_applies(
     (root,) = [span for span in spans.values() if parent_of(span) is None]
     assert trace["processes"][root["processID"]]["serviceName"] == "podsched-cli"
     assert root["operationName"] == "/podsched.api.v1.PodSched/Apply" and tags(root)["span.kind"] == "client"
+
+
+def test_a_replacement_pod_continues_the_trace_of_the_preemption_that_evicted_its_predecessor(
+    traced_stack: ServiceStack, jaeger: Jaeger
+) -> None:
+    """A Deployment's pod is preempted: the pod its ReplicaSet creates in its place is traced under a
+    "replace pod" span in the preemptor's trace, and its own scheduling attempts continue there."""
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {
+                    "priorityClassName": "low-priority",
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [{"name": "main", "image": "pause", "resources": {"requests": {"cpu": "2"}}}],
+                },
+            },
+        },
+    }
+    high = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "high"},
+        "spec": {
+            "priorityClassName": "high-priority",
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "main", "image": "pause", "resources": {"requests": {"cpu": "2"}}}],
+        },
+    }
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": "n1"},
+        "status": {"capacity": {"cpu": "2", "memory": "8Gi", "pods": "110"}},
+    }
+    common = (Path(__file__).resolve().parents[1] / "scenarios" / "common.yaml").read_text()
+    api = Api(traced_stack.server)
+    try:
+        api.apply_text(common)
+        api.apply_text(yaml.safe_dump_all([node, deployment]))
+        first = api.wait(lambda: [n for n, p in api.pods().items() if node_of(p)], what="the web pod bound")[0]
+        api.apply_text(yaml.safe_dump(high))
+        replacement = api.wait(
+            lambda: [n for n in api.pods() if n.startswith("web-") and n != first], what="a replacement web pod"
+        )[0]
+    finally:
+        api.close()
+    traces = jaeger_api.wait_for_traces(
+        jaeger.query_url, "podsched-binder", {"k8s.pod.name": replacement}, minimum=1, timeout=30
+    )
+    replaced = [
+        (trace, span)
+        for trace in traces
+        for span in trace["spans"]
+        if span["operationName"] == "replace pod" and tags(span).get("k8s.pod.name") == replacement
+    ]
+    assert replaced, [s["operationName"] for t in traces for s in t["spans"]]
+    trace, span = replaced[0]
+    assert tags(span)["podsched.owner"].startswith("ReplicaSet/web-")
+    # The same trace holds the preemptor's journey: its Apply and its victim's eviction.
+    full = jaeger_api.wait_for_trace(
+        jaeger.query_url,
+        trace["traceID"],
+        lambda t: any(tags(s).get("k8s.pod.name") == "high" for s in t["spans"]),
+        timeout=30,
+    )
+    names = {tags(s).get("k8s.pod.name") for s in full["spans"]}
+    assert {"high", replacement} <= names, sorted(n for n in names if n)
+    victims = [str(tags(s).get("podsched.victims", "")) for s in full["spans"]]
+    assert any(f"default/{first}" in listed for listed in victims), victims
