@@ -475,7 +475,7 @@ def _describe(args: argparse.Namespace) -> int:
                     elif resource is RESOURCE_QUOTA:
                         descriptions.append(describe_resource_quota(obj))
                     elif resource is JOB:
-                        descriptions.append(describe_job(obj, [], events, now))
+                        descriptions.append(describe_job(obj, events, now))
                     elif resource in (DEPLOYMENT, REPLICA_SET):
                         descriptions.append(describe_replicas(obj, events, now))
                     else:

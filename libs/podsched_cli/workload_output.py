@@ -150,9 +150,7 @@ def _head(obj: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def describe_job(
-    job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]], now: float
-) -> str:
+def describe_job(job: Mapping[str, Any], events: Sequence[Mapping[str, Any]], now: float) -> str:
     """`podsched describe job`: kubectl's layout (parallelism, completions, backoff limit, times, pod
     statuses), the pod failure policy, the conditions, the pod template and the events."""
     spec, status = _section(job, "spec"), _section(job, "status")
@@ -196,7 +194,6 @@ def describe_job(
             for c in conditions
         ]
     lines += _template_lines(job)
-    del pods  # the counts come from the Job's status, as kubectl's do
     lines += _event_lines(events, now)
     return _render(lines)
 

@@ -124,7 +124,7 @@ class DeploymentController:
         new = next((rs for rs in owned if rs.name == name), None)
         old_sets = [rs for rs in owned if rs.name != name]
         if new is None:
-            new = self._create_new(deployment, name, owned, old_sets)
+            new = self._create_new(deployment, name)
             owned = [*owned, new]
         if deployment.strategy == RECREATE:
             for rs in old_sets:
@@ -143,9 +143,7 @@ class DeploymentController:
                 available -= rs.replicas - target
                 self._scale(deployment, rs, target)
 
-    def _create_new(
-        self, deployment: Deployment, name: str, owned: Sequence[ReplicaSet], old_sets: Sequence[ReplicaSet]
-    ) -> ReplicaSet:
+    def _create_new(self, deployment: Deployment, name: str) -> ReplicaSet:
         hashed = name.rsplit("-", 1)[1]
         manifest = json.loads(json.dumps(deployment.template.manifest))
         labels = {**deployment.template.labels, POD_TEMPLATE_HASH_LABEL: hashed}

@@ -89,9 +89,6 @@ class Controllers:
         if ref is not None and ref.kind in WORKLOAD_KINDS:
             self.dirty.add((ref.kind, obj.metadata.namespace, ref.name))
 
-    def has_workloads(self) -> bool:
-        return any(self.store.workloads.values())
-
     def next_deadline(self) -> float | None:
         """When a running Job's activeDeadlineSeconds runs out next."""
         deadlines = [
