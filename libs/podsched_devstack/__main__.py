@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from podsched_service.config import env_name
-from podsched_service.leader_election import QUEUE_ROLE, current_leader
+from podsched_service.leader_election import BINDER_ROLE, QUEUE_ROLE, current_leader
 
 from . import jaeger as jaeger_api
 from .dashboard import DashboardProcess
@@ -33,7 +33,7 @@ from .kafka import default_data_dir as kafka_data_dir
 from .kafka_cluster import KafkaCluster
 from .kafka_cluster import default_data_dir as kafka_cluster_dir
 from .process import DevstackError, devstack_dir, process_cmdline, repo_root, stop_pid
-from .services import SERVICES, ServiceStack, StackSettings, service_of, standby_queue_names
+from .services import SERVICES, ServiceStack, StackSettings, service_of, standby_binder_names, standby_queue_names
 
 EXAMPLE = Path("examples/high-mid-low")
 
@@ -60,12 +60,14 @@ def _jaeger() -> Jaeger:
     return cli_jaeger()  # .cache/devstack/jaeger, ports 4317 (OTLP gRPC) and 16686 (API/UI) and friends
 
 
-# `up` runs two queue replicas: both serve the API, the elected one schedules (make status says which).
+# `up` runs two queue replicas (both serve the API, the elected one schedules) and two binders (the
+# elected one writes, the other waits); make status says who leads.
 UP_QUEUE_REPLICAS = 2
+UP_BINDER_REPLICAS = 2
 
 
 def _process_names() -> tuple[str, ...]:
-    return SERVICES + standby_queue_names(UP_QUEUE_REPLICAS)
+    return SERVICES + standby_queue_names(UP_QUEUE_REPLICAS) + standby_binder_names(UP_BINDER_REPLICAS)
 
 
 def _running_pids() -> dict[str, int]:
@@ -111,6 +113,7 @@ def up(workers: int, topic_prefix: str = "", kafka_nodes: int = 1) -> tuple[Serv
         workers=workers,
         otlp_endpoint=tracing.otlp_endpoint,
         queue_replicas=UP_QUEUE_REPLICAS,
+        binder_replicas=UP_BINDER_REPLICAS,
     )
     stack = ServiceStack(settings)
     stack.start()
@@ -184,14 +187,16 @@ def status() -> int:
         print(f"kafka cluster node {node.node_id}: {'up' if up_here else 'down'} {node.bootstrap_servers}")
     if bootstrap:
         prefix = os.environ.get(env_name("topic_prefix"), "")
-        leader = asyncio.run(current_leader(bootstrap, prefix, QUEUE_ROLE))
-        print(f"scheduling leader: {f'{leader[0]} (epoch {leader[1]})' if leader else 'none yet'}")
+        for role, what in ((QUEUE_ROLE, "scheduling leader"), (BINDER_ROLE, "writing binder")):
+            leader = asyncio.run(current_leader(bootstrap, prefix, role))
+            print(f"{what}: {f'{leader[0]} (epoch {leader[1]})' if leader else 'none yet'}")
     tracing = _jaeger()
     tracing_up = tracing.pid is not None and tracing.is_ready()
     print(f"jaeger: {f'up {tracing.query_url} (OTLP {tracing.otlp_endpoint})' if tracing_up else 'down'}")
     dashboard = _dashboard_pid()
     print(f"dashboard: {'up http://127.0.0.1:8080, pid ' + str(dashboard) if dashboard else 'down'}")
-    defaults = StackSettings("", _run_dir(), queue_replicas=UP_QUEUE_REPLICAS)  # `up`'s default metrics ports
+    # `up`'s default metrics ports
+    defaults = StackSettings("", _run_dir(), queue_replicas=UP_QUEUE_REPLICAS, binder_replicas=UP_BINDER_REPLICAS)
     for name in _process_names():
         if name in pids:
             print(f"{name} metrics: {defaults.metrics_url(name)}")

@@ -49,6 +49,11 @@ def standby_queue_names(replicas: int) -> tuple[str, ...]:
     return tuple(f"queue-{n}" for n in range(2, replicas + 1))
 
 
+def standby_binder_names(replicas: int) -> tuple[str, ...]:
+    """The process names of binders beyond the first: binder-2, ... (standbys until elected)."""
+    return tuple(f"binder-{n}" for n in range(2, replicas + 1))
+
+
 def service_of(name: str) -> str:
     """The service a process name runs (queue-2 is a queue)."""
     return name.split("-", 1)[0]
@@ -88,26 +93,47 @@ class StackSettings:
     # Queue replicas: all serve the public API (the first on addresses["queue"]), one leads the
     # scheduling loop; the others are queue-2, queue-3, ... with addresses and metrics of their own.
     queue_replicas: int = 1
+    # Binders: the first leads, binder-2, ... wait as standbys with their ports closed; the queue
+    # lists every binder's address and reaches the one that leads.
+    binder_replicas: int = 1
 
     def __post_init__(self) -> None:
-        # Standby queues not given addresses: the queue's default ports plus 10 per replica.
-        for n, name in enumerate(standby_queue_names(self.queue_replicas), start=1):
-            if name not in self.addresses:
-                host, port = self.addresses["queue"].rsplit(":", 1)
-                self.addresses[name] = f"{host}:{int(port) + 10 * n}"
-            if name not in self.metrics_addresses and self.metrics_addresses.get("queue"):
-                host, port = self.metrics_addresses["queue"].rsplit(":", 1)
-                self.metrics_addresses[name] = f"{host}:{int(port) + 10 * n}"
+        # Replicas not given addresses: their service's default ports plus 10 per replica.
+        for service, standbys in (
+            ("queue", standby_queue_names(self.queue_replicas)),
+            ("binder", standby_binder_names(self.binder_replicas)),
+        ):
+            for n, name in enumerate(standbys, start=1):
+                if name not in self.addresses:
+                    host, port = self.addresses[service].rsplit(":", 1)
+                    self.addresses[name] = f"{host}:{int(port) + 10 * n}"
+                if name not in self.metrics_addresses and self.metrics_addresses.get(service):
+                    host, port = self.metrics_addresses[service].rsplit(":", 1)
+                    self.metrics_addresses[name] = f"{host}:{int(port) + 10 * n}"
+
+    @property
+    def standbys(self) -> tuple[str, ...]:
+        """The replicas beyond the first of each service, started after the rest."""
+        return standby_queue_names(self.queue_replicas) + standby_binder_names(self.binder_replicas)
 
     @property
     def names(self) -> tuple[str, ...]:
         """Every process of the stack, in start order."""
-        return SERVICES + standby_queue_names(self.queue_replicas)
+        return SERVICES + self.standbys
+
+    @property
+    def binder_addresses(self) -> str:
+        """Every binder's address, comma-separated (the queue's PODSCHED_BINDER_ADDRESS)."""
+        return ",".join(self.addresses[name] for name in ("binder", *standby_binder_names(self.binder_replicas)))
 
     @staticmethod
     def on_free_ports(bootstrap: str, run_dir: Path, **kwargs: object) -> StackSettings:
         """Settings whose gRPC and metrics ports are all free loopback ports (tests run stacks side by side)."""
-        names = SERVICES + standby_queue_names(int(kwargs.get("queue_replicas", 1)))  # type: ignore[call-overload]
+        names = (
+            SERVICES
+            + standby_queue_names(int(kwargs.get("queue_replicas", 1)))  # type: ignore[call-overload]
+            + standby_binder_names(int(kwargs.get("binder_replicas", 1)))  # type: ignore[call-overload]
+        )
         ports = free_ports(2 * len(names))
         grpc_ports, metrics_ports = ports[: len(names)], ports[len(names) :]
         addresses = {name: f"127.0.0.1:{port}" for name, port in zip(names, grpc_ports, strict=True)}
@@ -146,8 +172,10 @@ class ServiceStack:
             }
         )
         if service_of(name) == "queue":
-            for peer in ("filter", "preemption", "binder"):
+            for peer in ("filter", "preemption"):
                 env[env_name(f"{peer}_address")] = s.addresses[peer]
+            env[env_name("binder_address")] = s.binder_addresses
+        if service_of(name) in ("queue", "binder"):
             env[env_name("replica_id")] = name
         if name == "preemption":
             env[env_name("workers")] = str(s.workers)
@@ -166,11 +194,19 @@ class ServiceStack:
         return self.settings.run_dir / f"{name}.pid"
 
     def start(self, names: tuple[str, ...] | None = None, timeout: float = 120.0) -> None:
+        """Start the services and wait until each serves; the standbys after the first replicas
+        serve (so the first binder leads), and a standby binder is not waited for (it listens only
+        once it leads)."""
         names = self.settings.names if names is None else names
-        for name in names:
-            self.start_one(name, wait=False)
-        for name in names:
-            self.wait_healthy(name, timeout)
+        for group in (
+            [n for n in names if n not in self.settings.standbys],
+            [n for n in names if n in self.settings.standbys],
+        ):
+            for name in group:
+                self.start_one(name, wait=False)
+            for name in group:
+                if not name.startswith("binder-"):
+                    self.wait_healthy(name, timeout)
 
     def start_one(self, name: str, wait: bool = True, timeout: float = 120.0) -> None:
         with open(self.log_path(name), "ab") as log:  # appended across restarts: one story per service

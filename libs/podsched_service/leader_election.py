@@ -9,7 +9,8 @@ receives each leader's epoch (the binder) refuses a deposed leader's writes once
 written, as Kubernetes fences with a lease's resource version.
 
 A member that stops heartbeating (a crash, a partition) leaves the group after the session timeout and
-the partition moves to another member. A member that loses the partition while alive is deposed:
+the partition moves to another member; a member joining does not move it (sticky assignment). A
+member that loses the partition while alive is deposed:
 `on_deposed` is called and it must stop acting as leader (the queue exits, as kube-scheduler does when
 it loses its lease, and starts again as a standby). Static membership (`identity` is the group
 instance id) lets a replica restarted under the same identity take its place at once."""
@@ -24,6 +25,7 @@ import time
 from collections.abc import Callable
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
 from podsched_service.kafka_log import ensure_topic_names
 
@@ -33,6 +35,7 @@ SESSION_TIMEOUT_MS = 6_000  # the brokers' group.min.session.timeout.ms default:
 HEARTBEAT_INTERVAL_MS = 1_000
 LEADER_TOPIC_CONFIG = {"retention.ms": "-1"}  # epochs are offsets: the claims must stay
 QUEUE_ROLE = "queue"  # the scheduling loop: one leader among the queue replicas
+BINDER_ROLE = "binder"  # the single writer: one leader among the binders
 
 
 def leader_topic(prefix: str, role: str) -> str:
@@ -78,6 +81,9 @@ class LeaderElection:
             heartbeat_interval_ms=HEARTBEAT_INTERVAL_MS,
             enable_auto_commit=False,
             auto_offset_reset="latest",
+            # Sticky: a replica joining (a standby starting) leaves the partition, and so the lead,
+            # where it is; only a member leaving the group moves it.
+            partition_assignment_strategy=(StickyPartitionAssignor,),
         )
         self._consumer.subscribe([self.topic], listener=_Listener(self))
         await self._consumer.start()
@@ -99,8 +105,12 @@ class LeaderElection:
         log.info("%s leads (epoch %d)", self.identity, self.epoch)
         self.on_elected(self.epoch)
 
-    def _revoked(self) -> None:
-        if self.leading:
+    async def _assigned(self, leads: bool) -> None:
+        """After each rebalance: claim the lease when this replica got the partition, stay leader
+        when it kept it, and step down when it lost it."""
+        if leads and not self.leading:
+            await self._claim()
+        elif not leads and self.leading:
             log.warning("%s is no longer the leader (epoch %d)", self.identity, self.epoch)
             self.epoch = 0
             self.on_deposed()
@@ -121,12 +131,12 @@ class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         self.election = election
 
     async def on_partitions_revoked(self, revoked: set[TopicPartition]) -> None:
-        if revoked:
-            self.election._revoked()
+        # Every rebalance revokes everything first (the eager protocol); whether the lead moved is
+        # known only from the assignment that follows.
+        pass
 
     async def on_partitions_assigned(self, assigned: set[TopicPartition]) -> None:
-        if assigned and not self.election.leading:
-            await self.election._claim()
+        await self.election._assigned(bool(assigned))
 
 
 class EpochFence:

@@ -16,6 +16,11 @@ class BinderConfig(CommonConfig):
     metrics_address: str = DEFAULT_BINDER_METRICS
     # Kafka transactional.id: one binder writes at a time; a restarted binder fences the old one.
     transactional_id: str = "podsched-binder"
+    # Several binders may run: the one elected over Kafka writes and listens, the others wait with
+    # their port closed (clients list every binder's address and use the one that answers).
+    leader_election: bool = True
+    # This replica's name in the election (Kafka's group.instance.id); empty: <hostname>-<listen port>.
+    replica_id: str = ""
     # Writes arriving while a transaction commits are applied and committed together, up to this many.
     max_batch: int = 256
     # The topics (created by the binder, and altered to these settings when they exist with others;

@@ -14,6 +14,8 @@ import collections
 import contextlib
 import logging
 import os
+import signal
+import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -48,7 +50,7 @@ from podsched_service.codec import (
     topics,
 )
 from podsched_service.kafka_log import ensure_topics
-from podsched_service.leader_election import QUEUE_ROLE, EpochFence, latest_epoch
+from podsched_service.leader_election import BINDER_ROLE, QUEUE_ROLE, EpochFence, LeaderElection, latest_epoch
 from podsched_service.replica import Replica
 from podsched_service.scheduling import load_admission_config
 
@@ -109,6 +111,7 @@ class Binder:
         )
         # Scheduling decisions come from the queue leader of the newest epoch only.
         self.fence = EpochFence()
+        self.election: LeaderElection | None = None  # this binder's own, when several may run
         self.cluster.listeners.append(self._on_change)
         self.cluster.event_listeners.append(self._on_event)
         self._recording = False
@@ -232,6 +235,8 @@ class Binder:
     async def start(self) -> None:
         config = self.config
         await ensure_topics(config.kafka_bootstrap_servers, config.topic_prefix, config.topic_settings())
+        if config.leader_election:
+            await self._until_elected()
         self.producer = AIOKafkaProducer(
             bootstrap_servers=config.kafka_bootstrap_servers,
             transactional_id=config.transactional_id,
@@ -250,6 +255,31 @@ class Binder:
             asyncio.create_task(self._write_loop(), name="binder-writes"),
             asyncio.create_task(self._termination_timer(), name="binder-terminations"),
         ]
+
+    async def _until_elected(self) -> None:
+        """Wait to lead the binders' election. A standby waits here, before it listens: its port is
+        closed, so clients (which list every binder) reach the leader. Once elected it registers the
+        transactional id, which fences the previous leader's producer, and rebuilds from the log."""
+        elected = asyncio.Event()
+        identity = self.config.replica_id or f"{socket.gethostname()}-{self.config.listen_address.rsplit(':', 1)[-1]}"
+        self.election = LeaderElection(
+            self.config.kafka_bootstrap_servers,
+            self.config.topic_prefix,
+            BINDER_ROLE,
+            identity,
+            on_elected=lambda epoch: elected.set(),
+            on_deposed=self._deposed,
+        )
+        await self.election.start()
+        if not elected.is_set():
+            log.info("%s is a standby binder: waiting to lead", identity)
+        await elected.wait()
+
+    def _deposed(self) -> None:
+        """Another binder leads: exit (its transactional id already fences this one's commits)."""
+        log.error("deposed as the leading binder: stopping")
+        self.failed.set()
+        os.kill(os.getpid(), signal.SIGTERM)
 
     async def _rebuild(self) -> None:
         """Replay the log into the binder's own state, exactly as a replica does (nothing is
@@ -278,6 +308,8 @@ class Binder:
         )
 
     async def stop(self) -> None:
+        if self.election is not None:
+            await self.election.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

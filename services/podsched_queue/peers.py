@@ -19,18 +19,32 @@ from .config import QueueConfig
 RPC_TIMEOUT = 60.0
 
 
+# Several addresses (IP:port, comma-separated): gRPC's pick_first takes the first that accepts a
+# connection and moves on when it goes away. A standby binder keeps its port closed until it leads, so
+# the queue reaches whichever binder leads. Reconnect quickly: a new leader opens its port seconds
+# after the old one died, and gRPC's default backoff would grow past that.
+FAILOVER_OPTIONS = (("grpc.initial_reconnect_backoff_ms", 250), ("grpc.max_reconnect_backoff_ms", 2000))
+
+
+def channel_target(address: str) -> str:
+    """gRPC's target for one address or a comma-separated list of IP:port addresses."""
+    return f"ipv4:{address}" if "," in address else address
+
+
 def peer_channel(config: QueueConfig, address: str) -> grpc.aio.Channel:
-    """A channel to the filter, preemption or binder service: TLS when PODSCHED_INTERNAL_TLS_CA_FILE
-    is set (with the queue's client certificate, if configured, for services that require mutual TLS)."""
+    """A channel to the filter, preemption or binder service (`address`: one, or several IP:port
+    comma-separated): TLS when PODSCHED_INTERNAL_TLS_CA_FILE is set (with the queue's client
+    certificate, if configured, for services that require mutual TLS)."""
     interceptors = telemetry.client_interceptors()
+    target, options = channel_target(address), (*CHANNEL_OPTIONS, *FAILOVER_OPTIONS)
     if not config.internal_tls_ca_file:
-        return grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS, interceptors=interceptors)
+        return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
     tls = ClientTLS(config.internal_tls_ca_file, config.internal_tls_cert_file, config.internal_tls_key_file)
     try:
         credentials = tls.credentials()
     except ValueError as error:
         raise ValueError(f"PODSCHED_INTERNAL_TLS_CA_FILE/CERT_FILE/KEY_FILE: {error}") from None
-    return grpc.aio.secure_channel(address, credentials, options=CHANNEL_OPTIONS, interceptors=interceptors)
+    return grpc.aio.secure_channel(target, credentials, options=options, interceptors=interceptors)
 
 
 class FilterClient:

@@ -511,11 +511,11 @@ def test_kubernetes_single_writers(manifests: list[dict[str, Any]]) -> None:
     binder = deployments["podsched_binder"]["spec"]
     assert binder["replicas"] == 1 and binder["strategy"]["type"] == "Recreate"
     # The queue replicas elect one scheduling leader, each under its own pod's name.
-    queue = deployments["podsched_queue"]
-    queue_env = container_of(queue)["env"]
-    assert queue["spec"]["replicas"] >= 2
-    assert {"name": "PODSCHED_LEADER_ELECTION", "value": "true"} in queue_env
-    assert {"name": "PODSCHED_REPLICA_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in queue_env
+    for module in ("podsched_queue", "podsched_binder"):
+        env = container_of(deployments[module])["env"]
+        assert {"name": "PODSCHED_LEADER_ELECTION", "value": "true"} in env, module
+        assert {"name": "PODSCHED_REPLICA_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in env
+    assert deployments["podsched_queue"]["spec"]["replicas"] >= 2
     preemption = container_of(deployments["podsched_preemption"])
     workers = int(k8s_env(preemption)["PODSCHED_WORKERS"])
     assert workers == int(preemption["resources"]["requests"]["cpu"]), "one worker process per requested CPU"
