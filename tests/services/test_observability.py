@@ -6,6 +6,7 @@ by exactly what happened, and the JSON log lines must carry the trace's id."""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -79,6 +80,7 @@ def parent_of(span: dict[str, Any]) -> str | None:
 def test_one_trace_metrics_and_logs_tell_the_preemption_story(traced_stack: ServiceStack, jaeger: Jaeger) -> None:
     stack = traced_stack
     api = Api(stack.server)
+    started = time.time()  # the session's Jaeger also holds other tests' traces of the example's pods
     try:
         cluster, workload, preemptor = example_documents()
         api.apply_text(cluster)
@@ -157,7 +159,7 @@ def test_one_trace_metrics_and_logs_tell_the_preemption_story(traced_stack: Serv
 
     # --- one trace, all four services, the Kafka hops, correct links ---------------------------------
     traces = jaeger_api.wait_for_traces(
-        jaeger.query_url, "podsched-queue", {"k8s.pod.name": PREEMPTOR}, minimum=1, timeout=30
+        jaeger.query_url, "podsched-queue", {"k8s.pod.name": PREEMPTOR}, minimum=1, timeout=30, since=started
     )
     trace_ids = {
         span["traceID"] for trace in traces for span in trace["spans"] if tags(span).get("k8s.pod.name") == PREEMPTOR
