@@ -70,6 +70,9 @@ class Controllers:
         self.jobs = JobController(pods, release)
         self.dirty: set[WorkloadKey] = set()
         self.gone_owners: set[str] = set()  # uids of removed workloads whose objects must go
+        # Controller uid -> what it controls (pods and ReplicaSets), by uid: kept from every change,
+        # so a sync costs what the workload owns, not what the cluster holds.
+        self.owned: dict[str, dict[str, Any]] = {}
         store.listeners.append(self._on_change)
 
     def _on_change(self, change: Change) -> None:
@@ -86,8 +89,21 @@ class Controllers:
         elif change.kind != KIND_POD:
             return
         ref = obj.metadata.controller_ref()
-        if ref is not None and ref.kind in WORKLOAD_KINDS:
-            self.dirty.add((ref.kind, obj.metadata.namespace, ref.name))
+        if ref is None or ref.kind not in WORKLOAD_KINDS:
+            return
+        if change.new is None:
+            self.owned.get(ref.uid, {}).pop(obj.metadata.uid, None)
+        else:
+            self.owned.setdefault(ref.uid, {})[obj.metadata.uid] = change.new
+        # A pod's scheduling status (nominations, PodScheduled) is nothing its controller reads.
+        unchanged = (
+            isinstance(change.old, Pod)
+            and isinstance(change.new, Pod)
+            and _controller_view(change.old) == _controller_view(change.new)
+        )
+        if unchanged:
+            return
+        self.dirty.add((ref.kind, obj.metadata.namespace, ref.name))
 
     def next_deadline(self) -> float | None:
         """When a running Job's activeDeadlineSeconds runs out next."""
@@ -115,36 +131,24 @@ class Controllers:
             if not self.dirty:
                 break
             batch, self.dirty = sorted(self.dirty), set()
-            owned = self._owned_index()
             for kind, namespace, name in batch:
                 workload = self.store.workloads[kind].get((namespace, name))
                 if workload is not None:
-                    self._sync(workload, owned.get(workload.uid, []))
+                    self._sync(workload, self._owned_by(workload))
                     syncs += 1
         return syncs
 
-    def _owned_index(self) -> dict[str, list[Any]]:
-        """Controller uid -> the pods and ReplicaSets it controls."""
-        index: dict[str, list[Any]] = {}
-        for obj in [*self.store.pods.values(), *self.store.workloads[KIND_REPLICA_SET].values()]:
-            ref = obj.metadata.controller_ref()
-            if ref is not None:
-                index.setdefault(ref.uid, []).append(obj)
-        return index
+    def _owned_by(self, workload: Workload) -> list[Any]:
+        return list(self.owned.get(workload.uid, {}).values())
 
     def _sync(self, workload: Workload, owned: list[Any]) -> None:
         if isinstance(workload, ReplicaSet):
             self.replica_sets.sync(workload, owned)
             # The status counts the pods as the sync left them (created, deleted).
-            pods = [p for p in self.store.pods.values() if _controlled_by(p, workload)]
-            self._write_status(workload, replica_set_status(workload, pods))
+            self._write_status(workload, replica_set_status(workload, self._owned_by(workload)))
         elif isinstance(workload, Deployment):
             self.deployments.sync(workload, owned)
-            sets = [
-                rs
-                for rs in self.store.workloads[KIND_REPLICA_SET].values()
-                if isinstance(rs, ReplicaSet) and _controlled_by(rs, workload)
-            ]
+            sets = [rs for rs in self._owned_by(workload) if isinstance(rs, ReplicaSet)]
             new_name = new_replica_set_name(workload)
             new = next((rs for rs in sets if rs.name == new_name), None)
             self._write_status(workload, deployment_status(workload, sets, new))
@@ -178,6 +182,8 @@ class Controllers:
                 self.delete_pod(pod)
 
 
-def _controlled_by(obj: Any, owner: Workload) -> bool:
-    ref = obj.metadata.controller_ref()
-    return ref is not None and ref.uid == owner.uid
+def _controller_view(pod: Pod) -> tuple[object, ...]:
+    """What of a pod its controller reads: phase, deletion, labels, finalizers, node. (A victim's
+    DisruptionTarget condition comes in the write that sets its deletionTimestamp.)"""
+    meta = pod.metadata
+    return (pod.status.phase, meta.deletion_timestamp, meta.labels, meta.finalizers, pod.spec.node_name)
