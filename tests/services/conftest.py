@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from live_api import Api
-from podsched_devstack.kafka import KafkaBroker
+from podsched_devstack.kafka import DevstackError, KafkaBroker, ensure_kafka_installed
+from podsched_devstack.kafka_cluster import KafkaCluster
 from podsched_devstack.services import ServiceStack, StackSettings
 from stacks import running
 
@@ -21,6 +22,26 @@ from stacks import running
 def new_settings(kafka: KafkaBroker, run_dir: Path, **settings: Any) -> StackSettings:
     prefix = f"t{uuid.uuid4().hex[:10]}."
     return StackSettings.on_free_ports(kafka.bootstrap_servers, run_dir, topic_prefix=prefix, **settings)
+
+
+@pytest.fixture(scope="module")
+def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    """A replicated three-node Kafka cluster for the module's tests (podsched_devstack.kafka_cluster),
+    or the test fails saying why."""
+    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-cluster"))
+    problem = None
+    try:
+        ensure_kafka_installed()
+        cluster.start(timeout=240)
+    except DevstackError as error:
+        problem = str(error)
+    if problem is not None:
+        cluster.stop()
+        pytest.fail(problem, pytrace=False)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 @pytest.fixture

@@ -20,7 +20,6 @@ from audit import audit, final_pods, read_log
 from crash_load import Submitter, settle, supervise, wait_for_acks
 from live_api import Api
 from manifest_dicts import COMMON, node, pod
-from podsched_devstack.kafka import DevstackError, ensure_kafka_installed
 from podsched_devstack.kafka_cluster import KafkaCluster
 from podsched_devstack.services import ServiceStack, StackSettings
 from podsched_service.codec import topics
@@ -30,24 +29,6 @@ NODES = 20
 SLOTS_PER_NODE = 10  # 1-CPU pods on 10-CPU nodes: 200 slots
 LOW_PODS = 200
 HIGH_PODS = 40  # each needs a low pod preempted
-
-
-@pytest.fixture(scope="module")
-def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-cluster"))
-    problem = None
-    try:
-        ensure_kafka_installed()
-        cluster.start(timeout=180)
-    except DevstackError as error:
-        problem = str(error)
-    if problem is not None:
-        cluster.stop()
-        pytest.fail(problem, pytrace=False)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture

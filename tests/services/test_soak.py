@@ -8,32 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from benchmarks.soak import KILL_KINDS, SoakOptions, parse_duration, rss_summary, run_soak
-from podsched_devstack.kafka import DevstackError, ensure_kafka_installed
 from podsched_devstack.kafka_cluster import KafkaCluster
-
-
-@pytest.fixture(scope="module")
-def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("soak-kafka"))
-    problem = None
-    try:
-        ensure_kafka_installed()
-        cluster.start(timeout=240)
-    except DevstackError as error:
-        problem = str(error)
-    if problem is not None:
-        cluster.stop()
-        pytest.fail(problem, pytrace=False)
-    try:
-        yield cluster
-    finally:
-        cluster.stop()
 
 
 def test_durations_read_as_seconds_minutes_or_hours() -> None:
