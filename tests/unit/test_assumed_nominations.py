@@ -4,32 +4,24 @@ one request (FindNodes, PostFilter, a worker's shard), then the nominator is wha
 from __future__ import annotations
 
 import pytest
+from replicas import replica as cluster_replica
 
 from builders import make_node, make_pod
 from podsched.cluster.state import Cluster
-from podsched.cluster.store import MODIFIED
-from podsched.queue.cluster_feed import nominator_feed
 from podsched.queue.nominator import Nominator, assumed_nominations
 
 
 def replica() -> tuple[Cluster, Nominator]:
     """A cluster as the services' copies hold it, its nominator fed from the log."""
-    cluster = Cluster(lambda: 1000.0, authoritative=False)
-    nominator = Nominator()
-    cluster.listeners.append(nominator_feed(nominator))
-    for version, obj in enumerate(
+    return cluster_replica(
         (
             make_node("n1").capacity(cpu="4", pods="110").obj(),
             make_node("n2").capacity(cpu="4", pods="110").obj(),
             make_pod("a").uid("a").priority(10).req(cpu="1").nominated("n1").obj(),
             make_pod("b").uid("b").priority(10).req(cpu="1").obj(),
             make_pod("bound").uid("bound").priority(10).req(cpu="1").node("n2").obj(),
-        ),
-        start=1,
-    ):
-        obj.metadata.resource_version = version
-        cluster.restore(MODIFIED, obj)
-    return cluster, nominator
+        )
+    )
 
 
 def nominations(nominator: Nominator) -> dict[str, list[str]]:

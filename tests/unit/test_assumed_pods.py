@@ -5,14 +5,13 @@ objects and its listeners are as before, and none of them heard of the assumptio
 from __future__ import annotations
 
 import pytest
+from replicas import replica as cluster_replica
 
 from builders import make_node, make_pod
 from podsched.cluster.state import Cluster
-from podsched.cluster.store import MODIFIED
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.framework.node_info import Snapshot
 from podsched.plugins.registry import build_algorithm
-from podsched.queue.cluster_feed import nominator_feed
 from podsched.queue.nominator import Nominator
 from podsched.scheduler.assumed import AssumedPods
 
@@ -22,12 +21,8 @@ NOW = 1000.0
 def replica() -> tuple[Cluster, Nominator, list[object]]:
     """A cluster as the filter service's copy holds it, its nominator fed from the log, and every
     change its listeners heard."""
-    cluster = Cluster(lambda: NOW, authoritative=False)
-    nominator = Nominator()
     heard: list[object] = []
-    cluster.listeners.append(nominator_feed(nominator))
-    cluster.listeners.append(heard.append)
-    for version, obj in enumerate(
+    cluster, nominator = cluster_replica(
         (
             make_node("n1").capacity(cpu="2", pods="110").obj(),
             make_node("n2").capacity(cpu="2", pods="110").obj(),
@@ -35,10 +30,9 @@ def replica() -> tuple[Cluster, Nominator, list[object]]:
             make_pod("plain").uid("plain").priority(10).req(cpu="1").obj(),
             make_pod("running").uid("running").priority(10).req(cpu="1").node("n2").obj(),
         ),
-        start=1,
-    ):
-        obj.metadata.resource_version = version
-        cluster.restore(MODIFIED, obj)
+        NOW,
+        listeners=[heard.append],
+    )
     heard.clear()
     return cluster, nominator, heard
 
