@@ -127,19 +127,24 @@ class StackSettings:
         return ",".join(self.addresses[name] for name in ("binder", *standby_binder_names(self.binder_replicas)))
 
     @staticmethod
-    def on_free_ports(bootstrap: str, run_dir: Path, **kwargs: object) -> StackSettings:
+    def on_free_ports(
+        bootstrap: str, run_dir: Path, *, queue_replicas: int = 1, binder_replicas: int = 1, **kwargs: object
+    ) -> StackSettings:
         """Settings whose gRPC and metrics ports are all free loopback ports (tests run stacks side by side)."""
-        names = (
-            SERVICES
-            + standby_queue_names(int(kwargs.get("queue_replicas", 1)))  # type: ignore[call-overload]
-            + standby_binder_names(int(kwargs.get("binder_replicas", 1)))  # type: ignore[call-overload]
-        )
+        names = SERVICES + standby_queue_names(queue_replicas) + standby_binder_names(binder_replicas)
         ports = free_ports(2 * len(names))
         grpc_ports, metrics_ports = ports[: len(names)], ports[len(names) :]
         addresses = {name: f"127.0.0.1:{port}" for name, port in zip(names, grpc_ports, strict=True)}
         metrics = {name: f"127.0.0.1:{port}" for name, port in zip(names, metrics_ports, strict=True)}
         kwargs.setdefault("metrics_addresses", metrics)
-        return StackSettings(bootstrap, run_dir, addresses=addresses, **kwargs)  # type: ignore[arg-type]
+        return StackSettings(
+            bootstrap,
+            run_dir,
+            addresses=addresses,
+            queue_replicas=queue_replicas,
+            binder_replicas=binder_replicas,
+            **kwargs,  # type: ignore[arg-type]
+        )
 
     def metrics_url(self, name: str) -> str:
         """``http://<host:port>/metrics`` of one service, or "" if its metrics endpoint is off."""

@@ -133,7 +133,6 @@ def _feed(
     earliest = chunk.earliest_top_start.tolist()
     widest = max((counts[i] for i in decided), default=0)
     victims = chunk.victims[:, :widest].tolist() if decided else []  # one conversion, then cut per node
-    summary_columns = (top_priority, priority_sum, earliest)  # VictimSummary's fields
     run: list[int] = []  # consecutive candidates (no rejected node between them), fed at once
 
     def feed_run() -> bool:
@@ -143,7 +142,7 @@ def _feed(
             [names[i] for i in run],
             [victims[i] if counts[i] == widest else victims[i][: counts[i]] for i in run],
             [violations[i] for i in run],
-            list(map(VictimSummary._make, zip(*([column[i] for i in run] for column in summary_columns), strict=True))),
+            [VictimSummary(top_priority[i], priority_sum[i], earliest[i]) for i in run],
         )
         run.clear()
         return stop
