@@ -46,7 +46,7 @@ from podsched_proto.api.v1 import api_pb2
 from podsched_service.healthcheck import check
 from stacks import running
 
-# What Kubernetes answers a bad request with (DESIGN §2.5; PERMISSION_DENIED and UNAUTHENTICATED
+# What Kubernetes answers a bad request with (and PERMISSION_DENIED and UNAUTHENTICATED
 # from authorization and authentication). UNKNOWN is an unhandled exception in a servicer.
 REFUSALS = {
     grpc.StatusCode.INVALID_ARGUMENT,

@@ -1,5 +1,5 @@
 """Bad input through the public gRPC API: each request gets a clear error with Kubernetes' status
-and kubectl's wording, and the cluster does not change at all (DESIGN §2.5)."""
+and kubectl's wording, and the cluster does not change at all."""
 
 from __future__ import annotations
 

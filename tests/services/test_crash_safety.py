@@ -1,4 +1,4 @@
-"""Crash safety (DESIGN §2): 500 pods are being scheduled (with preemptions) while each service in
+"""Crash safety: 500 pods are being scheduled (with preemptions) while each service in
 turn is killed with SIGKILL and restarted, then all of them at once, then the Kafka broker is
 restarted. Afterwards an auditor replays the whole Kafka log (tests/audit.py) and checks: no
 acknowledged write lost, resource versions strictly increasing (nothing applied twice), no pod

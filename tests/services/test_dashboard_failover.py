@@ -1,4 +1,4 @@
-"""The dashboard fails over between queue replicas, as the API's clients may (DESIGN §3.3): given both
+"""The dashboard fails over between queue replicas, as the API's clients may: given both
 replicas' addresses, it follows the cluster through the first; when that one is killed with SIGKILL it
 watches through the other, resuming from the last version it saw, and shows what changed meanwhile
 without a restart."""
