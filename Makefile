@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 comma := ,
-.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install browser-install run up down status simulate bench-core bench bench-ab bench-upstream bench-restart soak certs clean test-upstream
+.PHONY: help venv protos lint test test-unit kafka-install jaeger-install oracle-install browser-install run up down status simulate bench-core bench bench-ab profile bench-upstream bench-restart soak certs clean test-upstream
 PROTO_FILES := $(shell find protos -name '*.proto')
 PROTO_OUT := libs/podsched_proto
 # protos/ is the single source of truth; the generated modules live only in the ignored $(PROTO_OUT).
@@ -26,6 +26,7 @@ help:
 	@echo "make bench      - upstream scheduler_perf workloads end to end through the services and Kafka (WORKLOAD=name for one)"
 	@echo "make bench-upstream - podsched against upstream's scheduler_perf v1.37.2, same run, alternating (WORKLOADS=... ROUNDS=n)"
 	@echo "make bench-ab   - two commits compared with interleaved bench runs (BASE=rev, HEAD=rev or the working tree)"
+	@echo "make profile    - py-spy on every service during one bench workload (WORKLOAD=name): the top functions per service (docs/performance.md)"
 	@echo "make bench-restart - each service's restart time against history length, compacted log vs whole history (HISTORY=\"0 20000\" MODES=\"history compacted\"), JSON lines + docs/bench/restart.png"
 	@echo "make soak DURATION=30m - churn through the API while services and Kafka nodes are killed -9 at random; audit, lost writes and RSS over time (docs/soak.md)"
 	@echo "make protos     - generate Python code from protos/ into $(PROTO_OUT) (never committed)"
@@ -102,6 +103,11 @@ bench-core: $(STAMP)
 # WORKLOAD=SchedulingBasic|PreemptionBasic500|PreemptionBasic1000|PreemptionAsync|Unschedulable; BENCH_ARGS e.g. --scale 0.1
 bench: protos kafka-install
 	$(PY) -m benchmarks.scheduler_perf $(if $(WORKLOAD),--workload $(WORKLOAD)) $(BENCH_ARGS)
+
+# py-spy on each service during one workload's measured phase: WORKLOAD=SchedulingBasic [BENCH_ARGS="--scale 0.5"];
+# raw stacks and the summary in .cache/profile
+profile: protos kafka-install
+	$(PY) -m benchmarks.profile_services $(if $(WORKLOAD),--workload $(WORKLOAD)) $(BENCH_ARGS)
 
 # Two commits, runs interleaved: BASE=rev [HEAD=rev, default the working tree] [WORKLOAD=...] [ROUNDS=2]
 bench-restart: protos kafka-install

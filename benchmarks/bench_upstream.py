@@ -10,11 +10,18 @@ come from upstream's ``performance-config.yaml`` (:mod:`benchmarks.upstream_conf
 
 Output: one JSON line per workload: workload, upstream_avg (median over rounds of the fastest variant's
 SchedulingThroughput Average), upstream_variant, podsched_avg, ratio, rounds, and per side latency_p50_ms,
-cpu_ms_per_pod, rss_mb; then ``bars.png`` in --out-dir.
+cpu_ms_per_pod, rss_mb, and the machine's load averages (1, 5, 15 min) before and after the workload's
+runs (the machine is shared; the ratio stays fair since the two sides alternate). The lines are also
+written to ``bench-upstream.jsonl`` in --out-dir, replacing the lines of the same workloads and keeping
+the others, and ``bars.png`` is drawn from all of that file's lines.
 
 Upstream's figures: cpu_ms_per_pod is the CPU of the test process and etcd over the whole run (setup
-included) per measured pod, rss_mb the peak of the larger of the two; latency_p50_ms is the P50 of
-``scheduler_pod_scheduling_sli_duration_seconds`` when present.
+included) per measured pod, rss_mb the peak of the larger of the two. latency_p50_ms is the P50 of
+``scheduler_scheduling_attempt_duration_seconds{result="scheduled"}`` (one scheduling attempt that
+succeeded: algorithm and binding): scheduler_perf v1.37.2 collects no end-to-end pod latency (its
+default metrics name ``scheduler_pod_scheduling_duration_seconds``, which v1.37 no longer registers, and
+not ``scheduler_pod_scheduling_sli_duration_seconds``). podsched's is submit-to-bound, queueing included,
+so upstream's is the smaller measure of the two.
 """
 
 from __future__ import annotations
@@ -83,10 +90,17 @@ def _build(source: Path, folder: Path) -> None:
             raise DevstackError(f"building {what} failed (exit {code}); see {folder / 'build.log'}")
 
 
-def data_item(items: list[dict[str, Any]], metric: str) -> dict[str, Any] | None:
-    """The data of the item labelled ``Metric: <metric>`` in a scheduler_perf data-items list."""
+# The scheduled attempts' latency histogram, as scheduler_perf's metrics collector labels its data item
+# (test/integration/scheduler_perf/util.go collectHistogramVec: the metric's name and the label values
+# it was collected for).
+ATTEMPT_LATENCY = "scheduler_scheduling_attempt_duration_seconds"
+
+
+def data_item(items: list[dict[str, Any]], metric: str, **labels: str) -> dict[str, Any] | None:
+    """The data of the item labelled ``Metric: <metric>`` (and `labels`) in a scheduler_perf data-items list."""
     for item in items:
-        if item.get("labels", {}).get("Metric") == metric:
+        item_labels = item.get("labels", {})
+        if item_labels.get("Metric") == metric and all(item_labels.get(k) == v for k, v in labels.items()):
             return item.get("data")
     return None
 
@@ -133,17 +147,22 @@ def run_upstream(binaries: Path, topic: str, name: str, measured_pods: int) -> d
         raise DevstackError(
             f"upstream {name}: no SchedulingThroughput (exit {proc.returncode}):\n{(proc.stdout + proc.stderr)[-3000:]}"
         )
-    sli = data_item(items, "scheduler_pod_scheduling_sli_duration_seconds")
+    latency = data_item(items, ATTEMPT_LATENCY, result="scheduled")  # Perc50 is in milliseconds already
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {
         "avg": round(float(throughput["Average"]), 1),
-        "latency_p50_ms": round(float(sli["Perc50"]), 1) if sli and "Perc50" in sli else None,
+        "latency_p50_ms": round(float(latency["Perc50"]), 1) if latency and "Perc50" in latency else None,
         "cpu_ms_per_pod": round(cpu * 1000 / measured_pods, 3),
         "rss_mb": round(after.ru_maxrss / 1024, 1),
     }
 
 
-def summarize(name: str, upstream: dict[str, list[dict[str, Any]]], podsched: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(
+    name: str,
+    upstream: dict[str, list[dict[str, Any]]],
+    podsched: list[dict[str, Any]],
+    load: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
+) -> dict[str, Any]:
     medians = {variant: statistics.median(r["avg"] for r in runs) for variant, runs in upstream.items()}
     fastest = max(medians, key=lambda variant: medians[variant])
     up = upstream[fastest]
@@ -167,7 +186,21 @@ def summarize(name: str, upstream: dict[str, list[dict[str, Any]]], podsched: li
             "cpu_ms_per_pod": med([{"c": sum(r["cpu_ms_per_pod"].values())} for r in podsched], "c"),
             "rss_mb": med(podsched, "rss_mb"),
         },
+        "loadavg_before": [round(v, 2) for v in load[0]] if load else None,
+        "loadavg_after": [round(v, 2) for v in load[1]] if load else None,
     }
+
+
+def merge_lines(path: Path, lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The lines already in `path` with those of the same workloads replaced by `lines` (new workloads
+    appended); written back to `path` and returned."""
+    kept: list[dict[str, Any]] = []
+    if path.exists():
+        kept = [json.loads(text) for text in path.read_text().splitlines() if text.strip()]
+    fresh = {line["workload"]: line for line in lines}
+    merged = [fresh.pop(line["workload"], line) for line in kept] + list(fresh.values())
+    path.write_text("".join(json.dumps(line) + "\n" for line in merged))
+    return merged
 
 
 def plot(lines: list[dict[str, Any]], path: Path) -> None:
@@ -199,12 +232,14 @@ async def main_async(args: argparse.Namespace) -> int:
     done = 0
     upstream: dict[str, dict[str, list[dict[str, Any]]]] = {n: {} for _, n, _, _ in plan}
     ours: dict[str, list[dict[str, Any]]] = {n: [] for _, n, _, _ in plan}
+    load: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {}
     with tempfile.TemporaryDirectory(prefix="podsched-bench-") as tmp:
         broker = KafkaBroker(Path(tmp) / "kafka")
         broker.start(timeout=120)
         try:
             for _ in range(args.rounds):
                 for topic, name, names, workload in plan:
+                    before = load[name][0] if name in load else os.getloadavg()
                     for variant in names:
                         _bar(done, steps, f"upstream {variant}")
                         upstream[name].setdefault(variant, []).append(
@@ -213,16 +248,18 @@ async def main_async(args: argparse.Namespace) -> int:
                         done += 1
                     _bar(done, steps, f"podsched {name}")
                     ours[name].append(await run_workload(workload, broker, Path(tmp) / "runs", 0, args.timeout))
+                    load[name] = (before, os.getloadavg())
                     done += 1
         finally:
             broker.stop()
     _bar(done, steps, "done")
     print(file=sys.stderr)
-    lines = [summarize(name, upstream[name], ours[name]) for _, name, _, _ in plan]
+    lines = [summarize(name, upstream[name], ours[name], load.get(name)) for _, name, _, _ in plan]
     for line in lines:
         print(json.dumps(line), flush=True)
     args.out_dir.mkdir(parents=True, exist_ok=True)
-    plot(lines, args.out_dir / "bars.png")
+    every = merge_lines(args.out_dir / "bench-upstream.jsonl", lines)
+    plot(every, args.out_dir / "bars.png")
     print(f"plot: {args.out_dir / 'bars.png'}", file=sys.stderr)
     return 0
 

@@ -275,7 +275,10 @@ async def run_workload(
     scale: float = 1.0,
     batch_size: int = 0,
     apply_batch: int = APPLY_BATCH,
+    measured_phase: Callable[[ServiceStack], Callable[[], None]] | None = None,
 ) -> dict[str, Any]:
+    """`measured_phase`, when given, is called as the measured pods start (e.g. to attach a profiler
+    to the services) and returns what to call once they are all bound."""
     prefix = f"perf{uuid.uuid4().hex[:8]}."
     stack = ServiceStack(
         StackSettings.on_free_ports(
@@ -338,6 +341,7 @@ async def run_workload(
         began = time.monotonic()
         cpu_before = cpu_snapshot(stack, broker)
         counters_before = await asyncio.to_thread(counter_snapshot, stack)
+        end_measured_phase = measured_phase(stack) if measured_phase is not None else None
         try:
             await apply_all(
                 stub,
@@ -355,6 +359,8 @@ async def run_workload(
                 await asyncio.sleep(0.05)
             await asyncio.sleep(SAMPLE_INTERVAL * 1.1)  # the last partial second gets its tick
         finally:
+            if end_measured_phase is not None:
+                end_measured_phase()
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
