@@ -429,6 +429,7 @@ def _describe(args: argparse.Namespace) -> int:
         describe_node,
         describe_pdb,
         describe_pod,
+        describe_pod_group,
         describe_priority_class,
         describe_resource_quota,
         event_to_dict,
@@ -439,6 +440,7 @@ def _describe(args: argparse.Namespace) -> int:
         JOB,
         NODE,
         POD,
+        POD_GROUP,
         PRIORITY_CLASS,
         REPLICA_SET,
         RESOURCE_QUOTA,
@@ -476,6 +478,9 @@ def _describe(args: argparse.Namespace) -> int:
                         descriptions.append(describe_resource_quota(obj))
                     elif resource is JOB:
                         descriptions.append(describe_job(obj, events, now))
+                    elif resource is POD_GROUP:
+                        pods = client.get(POD.plural, "", namespace)
+                        descriptions.append(describe_pod_group(obj, pods, events, now))
                     elif resource in (DEPLOYMENT, REPLICA_SET):
                         descriptions.append(describe_replicas(obj, events, now))
                     else:
@@ -672,7 +677,7 @@ def build_parser() -> argparse.ArgumentParser:
         parents=shared,
         help="list objects",
         description="KIND is pods|nodes|priorityclasses|poddisruptionbudgets|resourcequotas|deployments|"
-        "replicasets|jobs (or po, no, pc, pdb, quota, deploy, rs, singular).",
+        "replicasets|jobs|podgroups (or po, no, pc, pdb, quota, deploy, rs, pg, singular).",
     )
     get.add_argument("resources", nargs="+", metavar="KIND [NAME...]", help="KIND [NAME...] or KIND/NAME...")
     _namespace_options(get)

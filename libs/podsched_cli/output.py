@@ -30,6 +30,7 @@ from podsched_cli.resources import (
     NODE,
     PDB,
     POD,
+    POD_GROUP,
     PRIORITY_CLASS,
     RESOURCE_QUOTA,
     ResourceType,
@@ -351,8 +352,82 @@ def resource_quota_header(*, wide: bool = False) -> list[str]:
     return ["NAME", "AGE", "REQUEST", "LIMIT"]
 
 
+def pod_group_status(group: Mapping[str, Any]) -> str:
+    """printPodGroup's STATUS: Pending until the scheduler sets PodGroupInitiallyScheduled, then
+    Scheduled or Unschedulable; a DisruptionTarget condition's reason wins."""
+    status = "Pending"
+    conditions = {c.get("type"): c for c in _section(group, "status").get("conditions") or [] if isinstance(c, dict)}
+    scheduled = conditions.get("PodGroupInitiallyScheduled")
+    if scheduled is not None:
+        status = "Scheduled" if scheduled.get("status") == "True" else "Unschedulable"
+    disruption = conditions.get("DisruptionTarget")
+    if disruption is not None:
+        status = str(disruption.get("reason", ""))
+    return status
+
+
+def pod_group_policy(group: Mapping[str, Any]) -> str:
+    return "Gang" if "gang" in _section(_section(group, "spec"), "schedulingPolicy") else "Basic"
+
+
+def pod_group_row(group: Mapping[str, Any], now: float, *, wide: bool = False) -> list[str]:
+    workload = _section(_section(group, "spec"), "workloadRef").get("workloadName") or NONE
+    return [
+        _name(group),
+        pod_group_policy(group),
+        str(workload),
+        pod_group_status(group),
+        age(_meta(group).get("creationTimestamp"), now),
+    ]
+
+
+def pod_group_header(*, wide: bool = False) -> list[str]:
+    return ["NAME", "POLICY", "WORKLOAD", "STATUS", "AGE"]
+
+
+def describe_pod_group(
+    group: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], events: Sequence[Mapping[str, Any]], now: float
+) -> str:
+    """`podsched describe podgroup`: the policy, priority and disruption mode, the member pods and
+    where they stand, and the PodGroupInitiallyScheduled condition (why the group waits)."""
+    spec = _section(group, "spec")
+    policy = _section(spec, "schedulingPolicy")
+    lines = [f"Name:\t{_name(group)}", f"Namespace:\t{_namespace(group) or DEFAULT_NAMESPACE}"]
+    lines += _labels_lines("Labels", _section(_meta(group), "labels"))
+    if "gang" in policy:
+        lines.append(f"Scheduling Policy:\tGang (minCount {_section(policy, 'gang').get('minCount', 0)})")
+    else:
+        lines.append("Scheduling Policy:\tBasic")
+    mode = _section(spec, "disruptionMode")
+    lines.append(f"Disruption Mode:\t{'All' if 'all' in mode else 'Single'}")
+    lines.append(f"Priority:\t{spec.get('priority', 0)}")
+    if spec.get("priorityClassName"):
+        lines.append(f"Priority Class Name:\t{spec['priorityClassName']}")
+    lines.append(f"Preemption Policy:\t{spec.get('preemptionPolicy') or 'PreemptLowerPriority'}")
+    lines.append(f"Status:\t{pod_group_status(group)}")
+    members = [
+        pod
+        for pod in pods
+        if _section(_section(pod, "spec"), "schedulingGroup").get("podGroupName") == _name(group)
+        and (_namespace(pod) or DEFAULT_NAMESPACE) == (_namespace(group) or DEFAULT_NAMESPACE)
+    ]
+    bound = sum(1 for pod in members if _section(pod, "spec").get("nodeName"))
+    lines.append(f"Pods:\t{len(members)} ({bound} bound, {len(members) - bound} pending)")
+    for pod in sorted(members, key=_name):
+        lines.append(f"  {_name(pod)}:\t{_section(pod, 'spec').get('nodeName') or '<pending>'}")
+    conditions = [c for c in _section(group, "status").get("conditions") or [] if isinstance(c, dict)]
+    if conditions:
+        lines += ["Conditions:", "  Type\tStatus\tReason\tMessage", "  ----\t------\t------\t-------"]
+        for condition in conditions:
+            cells = [str(condition.get(key, "")) for key in ("type", "status", "reason", "message")]
+            lines.append("  " + "\t".join(cells))
+    lines += _event_lines(events, now)
+    return _render(lines)
+
+
 _COLUMNS = {
     POD.plural: (pod_header, pod_row),
+    POD_GROUP.plural: (pod_group_header, pod_group_row),
     NODE.plural: (node_header, node_row),
     PRIORITY_CLASS.plural: (priority_class_header, priority_class_row),
     PDB.plural: (pdb_header, pdb_row),
@@ -873,6 +948,10 @@ def describe_pod(
     if status.get("nominatedNodeName"):
         lines.append(f"NominatedNodeName:\t{status['nominatedNodeName']}")
     lines.append(f"Termination Grace Period:\t{grace}s")
+    group = _section(spec, "schedulingGroup")
+    if group.get("podGroupName"):
+        # kubectl's describeSchedulingGroup.
+        lines += ["SchedulingGroup:", f"  PodGroupName:\t{group['podGroupName']}"]
     for key, title in (("initContainers", "Init Containers"), ("containers", "Containers")):
         containers = _containers(pod, key)
         if key == "initContainers" and not containers:

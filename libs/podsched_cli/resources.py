@@ -14,6 +14,7 @@ from podsched.api.resources import (  # noqa: F401 (re-exported for the CLI's mo
     NODE,
     PDB,
     POD,
+    POD_GROUP,
     PRIORITY_CLASS,
     REPLICA_SET,
     RESOURCE_QUOTA,

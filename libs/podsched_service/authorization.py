@@ -50,6 +50,7 @@ TENANT_RULES: Mapping[tuple[str, str], frozenset[str]] = {
     ("apps", "deployments"): READ_VERBS | {"create", "delete"},
     ("apps", "replicasets"): READ_VERBS | {"create", "delete"},
     ("batch", "jobs"): READ_VERBS | {"create", "delete"},
+    ("scheduling.k8s.io", "podgroups"): READ_VERBS | {"create", "delete"},
 }
 
 

@@ -20,6 +20,7 @@ from podsched.api.types import (
     KIND_NODE,
     KIND_PDB,
     KIND_POD,
+    KIND_POD_GROUP,
     KIND_PRIORITY_CLASS,
     KIND_RESOURCE_QUOTA,
     ApiObject,
@@ -450,4 +451,6 @@ def objects_of(cluster: Cluster, kind: str) -> list[ApiObject]:
         return list(cluster.resource_quotas.values())  # each with the status.used this copy derives
     if kind in cluster.workloads:
         return list(cluster.workloads[kind].values())
+    if kind == KIND_POD_GROUP:
+        return list(cluster.pod_groups.values())
     return list(cluster.pdbs.values())

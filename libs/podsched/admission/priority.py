@@ -17,10 +17,12 @@ from podsched.api.errors import ApiError, FieldError
 from podsched.api.manifests import validate_object_meta, validate_preemption_policy
 from podsched.api.types import (
     KIND_POD,
+    KIND_POD_GROUP,
     KIND_PRIORITY_CLASS,
     PREEMPT_LOWER_PRIORITY,
     ObjectMeta,
     Pod,
+    PodGroup,
     PriorityClass,
 )
 from podsched.preemption.toleration import toleration_annotation_errors
@@ -229,3 +231,42 @@ def admit_pod_update(old: Pod, new: Pod) -> Pod:
 
 def _pod_forbidden(pod: Pod, detail: str) -> ApiError:
     return ApiError.forbidden(KIND_POD, pod.name, detail, pod.namespace)
+
+
+def admit_pod_group(group: PodGroup, classes: Mapping[str, PriorityClass]) -> PodGroup:
+    """Priority admission on PodGroup CREATE (admitPodGroup, PodGroupPreemptionPolicy on); returns a
+    new PodGroup, `group` is not modified. The class resolves as for a pod (named, else the global
+    default, else 0 and PreemptLowerPriority); a priority or preemptionPolicy the group gives must
+    equal what the class computes, else Forbidden."""
+    name = group.priority_class_name
+    if name:
+        found = _lookup(classes, name)
+        if found is None:
+            raise _group_forbidden(group, f"no PriorityClass with name {name} was found")
+        value, policy = found.value, found.preemption_policy or None
+    else:
+        default = global_default_class(classes.values())
+        name, value, policy = (
+            (default.name, default.value, default.preemption_policy or None)
+            if default is not None
+            else ("", DEFAULT_PRIORITY_WHEN_NO_DEFAULT_CLASS_EXISTS, PREEMPT_LOWER_PRIORITY)
+        )
+    if group.priority is not None and group.priority != value:
+        raise _group_forbidden(
+            group,
+            f"priority set in the pod group ({group.priority}) must match the priority computed ({value}) "
+            "based on the priority class set in the spec",
+        )
+    if policy is None:
+        policy = group.preemption_policy
+    elif group.preemption_policy is not None and group.preemption_policy != policy:
+        raise _group_forbidden(
+            group,
+            f"the string value of PreemptionPolicy ({group.preemption_policy}) must not be provided in pod "
+            f"group spec; priority admission controller computed {policy} from the given PriorityClass name",
+        )
+    return replace(group, priority_class_name=name, priority=value, preemption_policy=policy)
+
+
+def _group_forbidden(group: PodGroup, detail: str) -> ApiError:
+    return ApiError.forbidden(KIND_POD_GROUP, group.name, detail, group.namespace)

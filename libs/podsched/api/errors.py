@@ -37,6 +37,7 @@ RESOURCE_NAMES = {
     "ReplicaSet": "replicasets.apps",
     "Deployment": "deployments.apps",
     "Job": "jobs.batch",
+    "PodGroup": "podgroups.scheduling.k8s.io",
 }
 
 
@@ -53,7 +54,7 @@ class FieldError:
         if self.kind == "Required value":
             return f"{self.path}: Required value" + (f": {self.detail}" if self.detail else "")
         if self.kind == "Forbidden":
-            return f"{self.path}: Forbidden: {self.detail}"
+            return f"{self.path}: Forbidden" + (f": {self.detail}" if self.detail else "")
         if self.value is None:
             return f"{self.path}: {self.kind}: {self.detail}"
         # Only the bad value is quoted (Go's %q); details such as upstream's regex hints keep their

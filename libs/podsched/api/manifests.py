@@ -4,7 +4,7 @@ This is the front door for user input, in three steps, each with upstream's word
 
 1. `load_documents` (`podsched.api.documents`) turns text into documents, as kubectl does.
 2. `decode_object` turns one document into a `Node`, `Pod`, `PriorityClass`, `PodDisruptionBudget`,
-   `ResourceQuota`, `ReplicaSet`, `Deployment` or `Job` (the API server's decode + defaulting +
+   `ResourceQuota`, `ReplicaSet`, `Deployment`, `Job` or `PodGroup` (the API server's decode + defaulting +
    validation). A value of the wrong JSON type cannot be
    decoded at all (BadRequest, like `cannot unmarshal string into Go struct field ...`); every
    other rule (`podsched.api.validation`) is checked in one pass and all violations are reported
@@ -19,7 +19,7 @@ value ceiling, one global default) are upstream's `ValidatePriorityClass` and ad
 live in `podsched.admission.priority` and run when a class is created, as in the API server.
 
 Each kind's decoder and encoder is its codec in `podsched.api.codecs` (`pod`, `node`,
-`priority_class`, `pdb`, `resource_quota`, over the shared `meta`, `fields`, `quantities` and
+`priority_class`, `pdb`, `resource_quota`, `workloads`, `pod_group`, over the shared `meta`, `fields`, `quantities` and
 `selectors`); this module checks what a document is and hands it to the codec of its kind.
 """
 
@@ -41,6 +41,7 @@ from podsched.api.codecs.meta import (
 from podsched.api.codecs.node import DEFAULT_NODE_PODS, decode_node, overlay_node
 from podsched.api.codecs.pdb import decode_pdb, overlay_pdb
 from podsched.api.codecs.pod import DEFAULT_PROTOCOL, decode_pod, overlay_pod
+from podsched.api.codecs.pod_group import decode_pod_group, overlay_pod_group
 from podsched.api.codecs.priority_class import decode_priority_class, overlay_priority_class
 from podsched.api.codecs.quantities import render_quantity
 from podsched.api.codecs.resource_quota import decode_resource_quota, overlay_resource_quota, render_quota_quantity
@@ -69,6 +70,7 @@ from podsched.api.types import (
     KIND_NODE,
     KIND_PDB,
     KIND_POD,
+    KIND_POD_GROUP,
     KIND_PRIORITY_CLASS,
     KIND_REPLICA_SET,
     KIND_RESOURCE_QUOTA,
@@ -77,6 +79,7 @@ from podsched.api.types import (
     Job,
     Node,
     Pod,
+    PodGroup,
     PriorityClass,
     ReplicaSet,
     ResourceQuota,
@@ -116,6 +119,7 @@ _DECODERS: dict[str, _Decoder] = {
     KIND_REPLICA_SET: decode_replica_set,
     KIND_DEPLOYMENT: decode_deployment,
     KIND_JOB: decode_job,
+    KIND_POD_GROUP: decode_pod_group,
 }
 
 
@@ -237,6 +241,8 @@ def encode_object(obj: ApiObject) -> dict[str, Any]:
         overlay_deployment(obj, body)
     elif isinstance(obj, Job):
         overlay_job(obj, body)
+    elif isinstance(obj, PodGroup):
+        overlay_pod_group(obj, body)
     else:
         overlay_pdb(obj, body)
     # Kubernetes' field order: spec, then status, after any other top-level fields.

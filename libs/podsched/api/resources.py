@@ -13,6 +13,7 @@ from podsched.api.types import (
     KIND_NODE,
     KIND_PDB,
     KIND_POD,
+    KIND_POD_GROUP,
     KIND_PRIORITY_CLASS,
     KIND_REPLICA_SET,
     KIND_RESOURCE_QUOTA,
@@ -55,7 +56,10 @@ DEPLOYMENT = ResourceType(
     "deployments", KIND_DEPLOYMENT, "deployment.apps", True, ("deployment", "deploy", "deployments.apps")
 )
 JOB = ResourceType("jobs", KIND_JOB, "job.batch", True, ("job", "jobs.batch"))
-RESOURCE_TYPES = (POD, NODE, PRIORITY_CLASS, PDB, RESOURCE_QUOTA, REPLICA_SET, DEPLOYMENT, JOB)
+POD_GROUP = ResourceType(
+    "podgroups", KIND_POD_GROUP, "podgroup.scheduling.k8s.io", True, ("podgroup", "pg", "podgroups.scheduling.k8s.io")
+)
+RESOURCE_TYPES = (POD, NODE, PRIORITY_CLASS, PDB, RESOURCE_QUOTA, REPLICA_SET, DEPLOYMENT, JOB, POD_GROUP)
 
 
 def find_resource_type(word: str) -> ResourceType | None:

@@ -1,5 +1,5 @@
-"""Typed Kubernetes objects: the subset of v1 Node/Pod/ResourceQuota, scheduling/v1 PriorityClass and
-policy/v1 PodDisruptionBudget that scheduling and admission read.
+"""Typed Kubernetes objects: the subset of v1 Node/Pod/ResourceQuota, scheduling/v1 PriorityClass,
+scheduling/v1beta1 PodGroup and policy/v1 PodDisruptionBudget that scheduling and admission read.
 
 Objects are treated as values: a state change makes a new object with `dataclasses.replace`
 (copy-on-write), so a scheduler snapshot holding the old object never sees a half-applied change.
@@ -23,6 +23,7 @@ KIND_RESOURCE_QUOTA = "ResourceQuota"
 KIND_REPLICA_SET = "ReplicaSet"
 KIND_DEPLOYMENT = "Deployment"
 KIND_JOB = "Job"
+KIND_POD_GROUP = "PodGroup"
 
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
@@ -330,6 +331,9 @@ class PodSpec:
     preemption_policy: str | None = None
     termination_grace_period_seconds: int = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    # spec.schedulingGroup.podGroupName: the PodGroup (same namespace) the pod belongs to; None when
+    # the pod has no schedulingGroup. The group need not exist when the pod is created.
+    pod_group_name: str | None = None
 
 
 @dataclass(slots=True)
@@ -590,4 +594,69 @@ class Job(ObjectIdentity):
 Workload = ReplicaSet | Deployment | Job
 WORKLOAD_KINDS = (KIND_REPLICA_SET, KIND_DEPLOYMENT, KIND_JOB)
 
-ApiObject = Node | Pod | PriorityClass | PodDisruptionBudget | ResourceQuota | ReplicaSet | Deployment | Job
+
+# --- scheduling.k8s.io/v1beta1 PodGroup ----------------------------------------------------------------
+
+# spec.schedulingPolicy: exactly one of `basic` and `gang` (a union).
+SCHEDULING_POLICY_BASIC = "Basic"
+SCHEDULING_POLICY_GANG = "Gang"
+# spec.disruptionMode: exactly one of `single` (the default) and `all`.
+DISRUPTION_MODE_SINGLE = "Single"
+DISRUPTION_MODE_ALL = "All"
+# status.conditions types and reasons (schedulingv1beta1).
+CONDITION_POD_GROUP_INITIALLY_SCHEDULED = "PodGroupInitiallyScheduled"
+POD_GROUP_REASON_UNSCHEDULABLE = "Unschedulable"
+POD_GROUP_REASON_SCHEDULER_ERROR = "SchedulerError"
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """metav1.Condition, as a PodGroup's status carries it."""
+
+    type: str
+    status: str  # True, False, Unknown
+    reason: str = ""
+    message: str = ""
+    last_transition_time: float | None = None
+    observed_generation: int = 0
+
+
+@dataclass(slots=True)
+class PodGroupStatus:
+    conditions: tuple[Condition, ...] = ()
+
+    def condition(self, condition_type: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == condition_type), None)
+
+
+@dataclass(slots=True)
+class PodGroup(ObjectIdentity):
+    """A runtime group of pods scheduled together (pods join it by spec.schedulingGroup.podGroupName).
+
+    `gang` groups are placed all or nothing: at least `min_count` of their pods must fit at once, or
+    none binds. `basic` groups are scheduled pod by pod, as ordinary pods. Priority comes from the
+    group's PriorityClass, resolved at admission as for pods (`podsched.admission.priority`)."""
+
+    metadata: ObjectMeta
+    scheduling_policy: str = SCHEDULING_POLICY_BASIC
+    min_count: int = 0  # spec.schedulingPolicy.gang.minCount; 0 for a basic group
+    disruption_mode: str = DISRUPTION_MODE_SINGLE
+    priority_class_name: str = ""
+    priority: int | None = None
+    preemption_policy: str | None = None
+    status: PodGroupStatus = field(default_factory=PodGroupStatus)
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    kind = KIND_POD_GROUP
+
+    @property
+    def is_gang(self) -> bool:
+        return self.scheduling_policy == SCHEDULING_POLICY_GANG
+
+    @property
+    def group_priority(self) -> int:
+        """The group's priority, 0 when unset (as corev1helpers.PodPriority counts a pod's)."""
+        return self.priority if self.priority is not None else 0
+
+
+ApiObject = Node | Pod | PriorityClass | PodDisruptionBudget | ResourceQuota | ReplicaSet | Deployment | Job | PodGroup

@@ -1124,3 +1124,62 @@ def validate_pod_failure_policy_rule(
             errors.append(required(f"{where}.type"))
         errors.extend(_supported_errors(f"{where}.status", status, ("False", "True", "Unknown")))
     return errors
+
+
+# --- PodGroup (scheduling.k8s.io/v1beta1) and a pod's schedulingGroup --------------------------------------
+
+# Union members as upstream's declarative validation names them, in declaration order.
+POD_GROUP_POLICY_MEMBERS = ("basic", "gang")
+DISRUPTION_MODE_MEMBERS = ("single", "all")
+_HIGHEST_USER_DEFINABLE_PRIORITY = 1_000_000_000
+
+
+def union_errors(path: str, members: Sequence[str], present: Sequence[str]) -> list[FieldError]:
+    """validate.Union: exactly one member set. None: `Invalid value: "": must specify one of: a, b`;
+    several: `Invalid value: "{a, b}": must specify exactly one of: a, b`."""
+    if len(present) == 1:
+        return []
+    if not present:
+        return [invalid(path, "", "must specify one of: " + ", ".join(members))]
+    return [invalid(path, "{" + ", ".join(present) + "}", "must specify exactly one of: " + ", ".join(members))]
+
+
+def validate_pod_group_spec(
+    policies: Sequence[str],
+    min_count: int | None,
+    disruption_modes: Sequence[str],
+    priority_class_name: str,
+    priority: int | None,
+    preemption_policy: str | None,
+) -> list[FieldError]:
+    """Validate_PodGroupSpec (declarative, v1beta1) for the fields podsched reads: schedulingPolicy
+    one of basic/gang, gang.minCount required and at least 1, disruptionMode one of single/all,
+    priorityClassName a DNS subdomain, priority at most HighestUserDefinablePriority,
+    preemptionPolicy Never or PreemptLowerPriority."""
+    errors = union_errors("spec.schedulingPolicy", POD_GROUP_POLICY_MEMBERS, policies)
+    if "gang" in policies:
+        path = "spec.schedulingPolicy.gang.minCount"
+        if not min_count:
+            errors.append(required(path))
+        elif min_count < 1:
+            errors.append(invalid(path, min_count, "must be greater than or equal to 1"))
+    errors.extend(union_errors("spec.disruptionMode", DISRUPTION_MODE_MEMBERS, disruption_modes))
+    if priority_class_name:
+        errors.extend(
+            _invalid_each("spec.priorityClassName", priority_class_name, dns1123_subdomain_errors(priority_class_name))
+        )
+    if priority is not None and priority > _HIGHEST_USER_DEFINABLE_PRIORITY:
+        errors.append(
+            invalid("spec.priority", priority, f"must be less than or equal to {_HIGHEST_USER_DEFINABLE_PRIORITY}")
+        )
+    if preemption_policy is not None and preemption_policy not in _PREEMPTION_POLICIES:
+        errors.append(_not_supported("spec.preemptionPolicy", preemption_policy, sorted(_PREEMPTION_POLICIES)))
+    return errors
+
+
+def validate_scheduling_group(pod_group_name: str | None, path: str = "spec.schedulingGroup") -> list[FieldError]:
+    """validateSchedulingGroup: podGroupName is required (the only member of a one-of) and a DNS
+    subdomain (ValidatePodGroupName)."""
+    if pod_group_name is None:
+        return [invalid(f"{path}.podGroupName", RenderedValue(None), "must specify one of: `podGroupName`")]
+    return _invalid_each(f"{path}.podGroupName", pod_group_name, dns1123_subdomain_errors(pod_group_name))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from podsched.admission.priority import (
     admit_pod,
+    admit_pod_group,
     admit_pod_update,
     builtin_priority_classes,
     check_global_default,
@@ -26,6 +27,7 @@ from podsched.api.types import (
     KIND_NODE,
     KIND_PDB,
     KIND_POD,
+    KIND_POD_GROUP,
     KIND_PRIORITY_CLASS,
     KIND_RESOURCE_QUOTA,
     WORKLOAD_KINDS,
@@ -35,6 +37,7 @@ from podsched.api.types import (
     Node,
     Pod,
     PodDisruptionBudget,
+    PodGroup,
     PriorityClass,
     ReplicaSet,
     ResourceQuota,
@@ -74,6 +77,8 @@ def admit(store: Store, obj: ApiObject, quota_config: QuotaAdmissionConfig) -> A
         return admit_workload(store, obj)
     if isinstance(obj, PriorityClass):
         return _admit_priority_class(store, obj)
+    if isinstance(obj, PodGroup):
+        return _admit_pod_group(store, obj)
     if isinstance(obj, Node):
         old_node = store.nodes.get(obj.name)
         same_node = old_node is not None and (old_node.metadata.labels, old_node.spec, old_node.status) == (
@@ -177,6 +182,58 @@ def _admit_priority_class(store: Store, pc: PriorityClass) -> Admitted:
     return Admitted(CONFIGURED if old else CREATED, pc, old)
 
 
+def _admit_pod_group(store: Store, group: PodGroup) -> Admitted:
+    """A PodGroup create (Priority admission resolves its class; the status starts empty) or update
+    (ValidatePodGroupUpdate: everything but gang.minCount and labels is immutable; the status is
+    the scheduler's and stays as stored)."""
+    old = store.pod_groups.get(group.key)
+    if old is None:
+        admitted = admit_pod_group(group, store.priority_classes)
+        admitted.status = type(admitted.status)()
+        return Admitted(CREATED, admitted, None)
+    updated = validate_pod_group_update(old, group)
+    updated.status = old.status
+    if (updated.min_count, updated.metadata.labels, updated.metadata.annotations) == (
+        old.min_count,
+        old.metadata.labels,
+        old.metadata.annotations,
+    ):
+        return Admitted(UNCHANGED, old, old)
+    return Admitted(CONFIGURED, updated, old)
+
+
+def validate_pod_group_update(old: PodGroup, new: PodGroup) -> PodGroup:
+    """ValidatePodGroupUpdate for the fields podsched reads; returns the group to store. What the
+    update omits that admission set on create (priorityClassName, priority) is carried over, as
+    for pods. Everything but gang.minCount is immutable: `spec.priority: Invalid value: null: field
+    is immutable` (upstream's declarative immutability names no value), and the policy may not
+    switch between basic and gang."""
+    carried = replace(
+        new,
+        priority_class_name=new.priority_class_name or old.priority_class_name,
+        priority=old.priority if new.priority is None else new.priority,
+    )
+    null = RenderedValue(None)
+    errors: list[FieldError] = []
+    if old.is_gang != carried.is_gang:
+        if old.is_gang:
+            errors.append(FieldError("spec.schedulingPolicy.gang", "field cannot be cleared once set", null))
+        else:
+            errors.append(FieldError("spec.schedulingPolicy.basic", "field is immutable", null))
+            errors.append(FieldError("spec.schedulingPolicy.gang", "field cannot be set once created", null))
+    for path, before, after in (
+        ("spec.disruptionMode", old.disruption_mode, carried.disruption_mode),
+        ("spec.priorityClassName", old.priority_class_name, carried.priority_class_name),
+        ("spec.priority", old.priority, carried.priority),
+        ("spec.preemptionPolicy", old.preemption_policy, carried.preemption_policy),
+    ):
+        if before != after:
+            errors.append(FieldError(path, "field is immutable", null))
+    if errors:
+        raise ApiError.invalid(KIND_POD_GROUP, new.name, errors, new.namespace)
+    return carried
+
+
 def admit_new_pod(store: Store, pod: Pod, quota_config: QuotaAdmissionConfig) -> Pod:
     """Admission of a pod CREATE: Priority, then ResourceQuota. Returns the admitted pod; raises
     ApiError."""
@@ -255,5 +312,8 @@ def admit_delete(store: Store, kind: str, namespace: str, name: str, grace_perio
     elif kind in WORKLOAD_KINDS:
         if (namespace, name) not in store.workloads[kind]:
             raise ApiError.not_found(kind, name, namespace)
+    elif kind == KIND_POD_GROUP:
+        if (namespace, name) not in store.pod_groups:
+            raise ApiError.not_found(KIND_POD_GROUP, name, namespace)
     else:
         raise ApiError.bad_request(kind, name, f'the server doesn\'t have a resource type "{kind}"')

@@ -11,6 +11,7 @@ from podsched.api.types import (
     KIND_JOB,
     KIND_PDB,
     KIND_POD,
+    KIND_POD_GROUP,
     KIND_REPLICA_SET,
     KIND_RESOURCE_QUOTA,
     ApiObject,
@@ -85,7 +86,9 @@ class Event:
 
 
 # The kinds whose events name a namespace (every kind but Node and PriorityClass).
-NAMESPACED = frozenset({KIND_POD, KIND_PDB, KIND_RESOURCE_QUOTA, KIND_REPLICA_SET, KIND_DEPLOYMENT, KIND_JOB})
+NAMESPACED = frozenset(
+    {KIND_POD, KIND_PDB, KIND_RESOURCE_QUOTA, KIND_REPLICA_SET, KIND_DEPLOYMENT, KIND_JOB, KIND_POD_GROUP}
+)
 
 
 def ref(obj: ApiObject) -> ObjectReference:

@@ -31,6 +31,7 @@ from podsched.api.types import (
     Node,
     Pod,
     PodDisruptionBudget,
+    PodGroup,
     PriorityClass,
     ReplicaSet,
     ResourceQuota,
@@ -93,6 +94,7 @@ class Cluster:
         self.pdbs = store.pdbs
         self.resource_quotas = store.resource_quotas
         self.workloads = store.workloads
+        self.pod_groups = store.pod_groups
         self.listeners = store.listeners
         self.events = self.recorder.events
         self.event_listeners = self.recorder.listeners
@@ -193,6 +195,10 @@ class Cluster:
             store.store_pdb(old_pdb, obj)
         elif isinstance(obj, ReplicaSet | Deployment | Job):
             return self.write_workload(obj, store.workloads[obj.kind].get(obj.key))
+        elif isinstance(obj, PodGroup):
+            old_group = store.pod_groups.get(obj.key)
+            store.new_meta(obj, old_group)
+            store.store_pod_group(old_group, obj)
         else:
             assert isinstance(obj, ResourceQuota)
             old_quota = store.resource_quotas.get(obj.key)

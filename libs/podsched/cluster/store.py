@@ -20,6 +20,7 @@ from podsched.api.types import (
     KIND_NODE,
     KIND_PDB,
     KIND_POD,
+    KIND_POD_GROUP,
     KIND_PRIORITY_CLASS,
     KIND_RESOURCE_QUOTA,
     POD_FAILED,
@@ -29,6 +30,7 @@ from podsched.api.types import (
     Node,
     Pod,
     PodDisruptionBudget,
+    PodGroup,
     PriorityClass,
     ResourceQuota,
     Workload,
@@ -76,6 +78,9 @@ class Store:
         self.resource_quotas: dict[tuple[str, str], ResourceQuota] = {}
         # ReplicaSets, Deployments and Jobs, by kind then (namespace, name).
         self.workloads: dict[str, dict[tuple[str, str], Workload]] = {kind: {} for kind in WORKLOAD_KINDS}
+        # scheduling.k8s.io/v1beta1 PodGroups by (namespace, name); their pods name them in
+        # spec.schedulingGroup.podGroupName (`pod_group_members` lists them).
+        self.pod_groups: dict[tuple[str, str], PodGroup] = {}
         self.quota_keys: dict[str, set[tuple[str, str]]] = {}  # namespace -> its quotas
         # Namespaces whose pods changed since the disruption controller last looked (it drains this).
         self.changed_pod_namespaces: set[str] = set()
@@ -152,6 +157,18 @@ class Store:
         self.workloads[new.kind][new.key] = new
         self.notify(Change(MODIFIED if old else ADDED, new.kind, old, new))
 
+    def store_pod_group(self, old: PodGroup | None, new: PodGroup) -> None:
+        self.pod_groups[new.key] = new
+        self.notify(Change(MODIFIED if old else ADDED, KIND_POD_GROUP, old, new))
+
+    def pod_group_members(self, namespace: str, group_name: str) -> list[Pod]:
+        """The pods that name the group in spec.schedulingGroup.podGroupName, in creation order."""
+        return [
+            pod
+            for pod in self.pods.values()
+            if pod.spec.pod_group_name == group_name and pod.metadata.namespace == namespace
+        ]
+
     def occupies_node(self, pod: Pod) -> bool:
         """Whether the pod holds resources on its node: bound there and not terminal (a Failed or
         Succeeded pod kept for its controller holds nothing)."""
@@ -193,8 +210,8 @@ class Store:
         return new
 
     def remove(self, kind: str, namespace: str, name: str) -> ApiObject | None:
-        """Remove a stored node, PriorityClass, PDB or ResourceQuota and notify; None if there is none.
-        Pods are removed with `store_pod(pod, None)`."""
+        """Remove a stored node, PriorityClass, PDB, ResourceQuota, PodGroup or workload and notify;
+        None if there is none. Pods are removed with `store_pod(pod, None)`."""
         if kind == KIND_NODE:
             node = self.nodes.pop(name, None)
             if node is not None:
@@ -221,6 +238,11 @@ class Store:
                     self.quota_keys.pop(removed.namespace, None)
                 self.notify(Change(REMOVED, KIND_RESOURCE_QUOTA, removed, None))
             return removed
+        if kind == KIND_POD_GROUP:
+            group = self.pod_groups.pop((namespace, name), None)
+            if group is not None:
+                self.notify(Change(REMOVED, KIND_POD_GROUP, group, None))
+            return group
         if kind in self.workloads:
             workload = self.workloads[kind].pop((namespace, name), None)
             if workload is not None:
@@ -246,6 +268,8 @@ class Store:
             return self.resource_quotas.get(obj.key)
         if isinstance(obj, PodDisruptionBudget):
             return self.pdbs.get(obj.key)
+        if isinstance(obj, PodGroup):
+            return self.pod_groups.get(obj.key)
         return None
 
     def restore(self, change_type: str, obj: ApiObject) -> None:
@@ -280,5 +304,7 @@ class Store:
             self.store_priority_class(self.priority_classes.get(obj.name), obj)
         elif isinstance(obj, PodDisruptionBudget):
             self.store_pdb(self.pdbs.get(obj.key), obj)
+        elif isinstance(obj, PodGroup):
+            self.store_pod_group(self.pod_groups.get(obj.key), obj)
         else:
             self.store_workload(self.workloads[obj.kind].get(obj.key), obj)

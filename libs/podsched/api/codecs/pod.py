@@ -24,6 +24,7 @@ from podsched.api.codecs.fields import (
     get_timestamp,
     put,
     timestamp_text,
+    typed_field,
 )
 from podsched.api.codecs.meta import decode_meta
 from podsched.api.codecs.quantities import canonical_list, parse_quantities, render_quantity
@@ -73,6 +74,7 @@ from podsched.api.validation import (
     validate_labels,
     validate_pod_condition,
     validate_preemption_policy,
+    validate_scheduling_group,
     validate_toleration,
     validate_topology_spread_constraints,
 )
@@ -293,6 +295,7 @@ def _decode_pod_spec(manifest: dict[str, Any], errors: list[FieldError]) -> PodS
             preemption_policy=template.preemption_policy,
             termination_grace_period_seconds=template.termination_grace_period_seconds,
             scheduler_name=template.scheduler_name,
+            pod_group_name=template.pod_group_name,
         )
     errors_before = len(errors)
     decoded = _decode_pod_spec_uncached(spec, errors)
@@ -346,7 +349,18 @@ def _decode_pod_spec_uncached(spec: dict[str, Any], errors: list[FieldError]) ->
         preemption_policy=_optional_policy(spec, "preemptionPolicy", "spec", errors),
         termination_grace_period_seconds=_grace_period(spec, errors),
         scheduler_name=_scheduler_name(spec, errors),
+        pod_group_name=_pod_group_name(spec, errors),
     )
+
+
+def _pod_group_name(spec: dict[str, Any], errors: list[FieldError]) -> str | None:
+    """spec.schedulingGroup.podGroupName, or None without a schedulingGroup."""
+    group = get_object(spec, "schedulingGroup", "spec")
+    if group is None:
+        return None
+    name = typed_field(group, "podGroupName", "spec.schedulingGroup", str, "string")
+    errors.extend(validate_scheduling_group(name))
+    return name
 
 
 def _optional_policy(doc: Mapping[str, Any], key: str, path: str, errors: list[FieldError]) -> str | None:
@@ -541,6 +555,8 @@ def overlay_pod(pod: Pod, body: dict[str, Any]) -> None:
     put(spec, "priorityClassName", pod.spec.priority_class_name)
     put(spec, "priority", pod.spec.priority)
     put(spec, "preemptionPolicy", pod.spec.preemption_policy)
+    if pod.spec.pod_group_name is not None:
+        spec["schedulingGroup"] = {**(spec.get("schedulingGroup") or {}), "podGroupName": pod.spec.pod_group_name}
     spec["terminationGracePeriodSeconds"] = pod.spec.termination_grace_period_seconds
     status = child(body, "status")
     status["phase"] = pod.status.phase
