@@ -55,11 +55,11 @@ class G:
         return self.priority if self.priority is not None else 0
 
     @property
-    def disrupts_all(self) -> bool:
-        return self.disruption == "All"
+    def disruption_mode(self) -> str:
+        return self.disruption
 
     @property
-    def group_preemption_policy(self) -> str | None:
+    def preemption_policy(self) -> str | None:
         return self.policy
 
 

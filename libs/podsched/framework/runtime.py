@@ -22,6 +22,7 @@ from podsched.framework.interface import (
     ScorePlugin,
 )
 from podsched.framework.node_info import NodeInfo, PodInfo
+from podsched.framework.pod_groups import PodGroupLister
 from podsched.framework.status import Code, Status
 
 
@@ -43,7 +44,8 @@ class Framework:
     """A scheduling profile's plugins, run in registration order.
 
     `nominator` supplies the pods nominated to each node; Filter counts those of equal or higher
-    priority as if they were already running there (RunFilterPluginsWithNominatedPods)."""
+    priority as if they were already running there (RunFilterPluginsWithNominatedPods). `pod_groups`
+    is the PodGroup lister with GenericWorkload on (None: off); its owner sets it, as the nominator."""
 
     def __init__(
         self,
@@ -60,6 +62,7 @@ class Framework:
         self.pre_score_plugins = list(pre_score)
         self.score_plugins = list(score)
         self.nominator = nominator
+        self.pod_groups: PodGroupLister | None = None
         self._extensions: list[tuple[str, PreFilterExtensions]] = []
         for plugin in self.pre_filter_plugins:
             extensions = plugin.pre_filter_extensions()

@@ -47,6 +47,7 @@ class DefaultPreemption:
             cluster.nominator,
             cluster.now,
             self._victim_policy,
+            self.evaluator.framework.pod_groups,
         )
         return post_filter_answer(outcome)
 

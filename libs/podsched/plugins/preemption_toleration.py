@@ -52,6 +52,14 @@ class PreemptionToleration:
         view = cluster
         policy = self.victim_policy_at(view.now)
         outcome = self.evaluator.preempt(
-            state, pod, node_to_status, view.snapshot, view.pdbs, view.nominator, view.now, policy
+            state,
+            pod,
+            node_to_status,
+            view.snapshot,
+            view.pdbs,
+            view.nominator,
+            view.now,
+            policy,
+            self.evaluator.framework.pod_groups,
         )
         return post_filter_answer(outcome, self.name)

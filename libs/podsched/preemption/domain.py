@@ -13,40 +13,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from podsched.api.types import Pod, PodDisruptionBudget
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
+from podsched.framework.pod_groups import DISRUPTION_MODE_ALL, PodGroupLister
 from podsched.preemption.ordering import pod_start_time
 from podsched.preemption.pdb import pdb_matches_pod
-
-
-class PodGroupPolicy(Protocol):
-    """What preemption reads of a PodGroup (scheduling.k8s.io/v1beta1): its admitted priority (0 when
-    unset, util.PodGroupPriority), whether its disruptionMode is `All`, and its preemptionPolicy
-    (None when unset)."""
-
-    @property
-    def group_priority(self) -> int: ...
-
-    @property
-    def disrupts_all(self) -> bool: ...
-
-    @property
-    def group_preemption_policy(self) -> str | None: ...
-
-
-class PodGroupLister(Protocol):
-    """The snapshot's PodGroups (MutableSnapshotSharedLister().PodGroups()) and each group's scheduled
-    pods (PodGroupStates().ScheduledPods(): bound or assumed)."""
-
-    def pod_group(self, namespace: str, name: str) -> PodGroupPolicy | None: ...
-
-    def pod_group_name(self, pod: Pod) -> str | None:
-        """spec.schedulingGroup.podGroupName, None for a pod outside any group."""
-        ...
-
-    def scheduled_pods(self, namespace: str, name: str) -> Sequence[Pod]: ...
 
 
 class VictimKind(enum.IntEnum):
@@ -103,7 +75,7 @@ def _all_disruption_group(pod: Pod, pod_groups: PodGroupLister | None) -> str | 
     if group_name is None:
         return None
     group = pod_groups.pod_group(pod.namespace, group_name)
-    return group_name if group is not None and group.disrupts_all else None
+    return group_name if group is not None and group.disruption_mode == DISRUPTION_MODE_ALL else None
 
 
 def new_pod_victim(pod_info: PodInfo, pod_groups: PodGroupLister | None) -> DomainVictim:

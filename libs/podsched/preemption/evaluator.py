@@ -16,6 +16,7 @@ from podsched.api.types import Pod, PodDisruptionBudget
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import NodeToStatus, PodNominator, PostFilterResult
 from podsched.framework.node_info import NodeInfo, Snapshot
+from podsched.framework.pod_groups import PodGroupLister
 from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
 from podsched.preemption.eligibility import pod_eligible_to_preempt_others
@@ -146,6 +147,7 @@ class DryRun:
     now: float
     accumulator: DryRunAccumulator
     policy: VictimPolicy = DEFAULT_VICTIM_POLICY  # the PostFilter plugin's SelectVictimsOnNode
+    pod_groups: PodGroupLister | None = None  # GenericWorkload: victims are units (preemption.domain)
 
 
 # Runs a dry run. The default runs in-process node by node; the preemption service supplies one
@@ -157,7 +159,15 @@ DryRunExecutor = Callable[[DryRun], None]
 def sequential_dry_run(run: DryRun) -> None:
     for node_info in run.nodes:
         outcome = select_victims_on_node(
-            run.framework, run.state.clone(), run.pod, node_info.clone(), run.pdbs, run.now, run.policy
+            run.framework,
+            run.state.clone(),
+            run.pod,
+            node_info.clone(),
+            run.pdbs,
+            run.now,
+            run.policy,
+            run.pod_groups,
+            run.snapshot,
         )
         if run.accumulator.add(outcome):
             return
@@ -195,14 +205,18 @@ class Evaluator:
         nominator: PodNominator | None,
         now: float,
         policy: VictimPolicy = DEFAULT_VICTIM_POLICY,
+        pod_groups: PodGroupLister | None = None,
     ) -> PreemptionOutcome:
         """`policy`: how the plugin selects victims on a node (DefaultPreemption's args, or
-        PreemptionToleration's exemptions); everything else is the same for every plugin."""
+        PreemptionToleration's exemptions); everything else is the same for every plugin.
+        `pod_groups` (GenericWorkload): victims are units, and a pod in a group counts at its group's
+        priority; such a dry run runs node by node in this process (the injected executor, sharded or
+        on columns, knows pods only)."""
         # 1. Eligibility.
         nominated_status = (
             node_to_status.get(pod.status.nominated_node_name) if pod.status.nominated_node_name else None
         )
-        eligible, message = pod_eligible_to_preempt_others(pod, snapshot, nominated_status)
+        eligible, message = pod_eligible_to_preempt_others(pod, snapshot, nominated_status, pod_groups)
         if not eligible:
             return PreemptionOutcome(None, Status(Code.UNSCHEDULABLE, [message]))
 
@@ -215,7 +229,8 @@ class Evaluator:
             offset %= len(potential)
             ordered = potential[offset:] + potential[:offset]
             accumulator = DryRunAccumulator(n)
-            self.executor(DryRun(self.framework, state, pod, snapshot, ordered, pdbs, now, accumulator, policy))
+            run = DryRun(self.framework, state, pod, snapshot, ordered, pdbs, now, accumulator, policy, pod_groups)
+            (self.executor if pod_groups is None else sequential_dry_run)(run)
         candidates = accumulator.candidates
         if accumulator.errors and not candidates:
             return PreemptionOutcome(None, Status(Code.ERROR, [accumulator.errors[0]]))

@@ -26,12 +26,11 @@ from dataclasses import dataclass, field
 from podsched.api.types import PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER, Pod, PodDisruptionBudget
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
+from podsched.framework.pod_groups import PodGroupLister, PodGroupPolicy
 from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
 from podsched.preemption.domain import (
     DomainVictim,
-    PodGroupLister,
-    PodGroupPolicy,
     cross_nodes_victims,
     filter_victims_with_pdb_violation,
     get_pod_priority,
@@ -93,7 +92,7 @@ def resolve_preemption_policy(
     """resolvePreemptionPolicy: with the PodGroupPreemptionPolicy gate, the group's own
     preemptionPolicy (PreemptLowerPriority when unset); without it, Never if any member says Never."""
     if enable_pod_group_preemption_policy:
-        policy = group.group_preemption_policy
+        policy = group.preemption_policy
         if policy is not None:
             return policy
     elif any(pod.spec.preemption_policy == PREEMPT_NEVER for pod in members):

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 
 from podsched.api.types import Pod, PodDisruptionBudget
 from podsched.framework.cycle_state import CycleState
-from podsched.framework.node_info import NodeInfo, PodInfo
+from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
+from podsched.framework.pod_groups import PodGroupLister
 from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
+from podsched.preemption import domain
 from podsched.preemption.ordering import importance_key
 from podsched.preemption.pdb import filter_pods_with_pdb_violation, pdbs_violated_by
 from podsched.preemption.pdb_policy import strict_pdb_reason
@@ -73,8 +75,13 @@ def select_victims_on_node(
     pdbs: Sequence[PodDisruptionBudget],
     now: float,
     policy: VictimPolicy = DEFAULT_VICTIM_POLICY,
+    pod_groups: PodGroupLister | None = None,
+    snapshot: Snapshot | None = None,
 ) -> NodeVictims:
     """Mutates the *copies* it is given (callers pass clones of the node and cycle state).
+
+    With `pod_groups` (GenericWorkload on; `snapshot` then holds the other nodes), victims are units
+    (`select_victim_units_on_node`); without, pods, as below.
 
     1. Remove every lower-priority pod (that `policy` does not exempt); if none, the node is not a
        candidate.
@@ -82,6 +89,10 @@ def select_victims_on_node(
     3. Try to put pods back, most important first, PDB-violating ones before the rest; a pod whose
        return makes the preemptor not fit becomes a victim. One greedy pass, no backtracking.
     4. Under a strict PDB policy, a victim set that exceeds some PDB's allowance is no candidate."""
+    if pod_groups is not None and snapshot is not None:
+        return select_victim_units_on_node(
+            framework, state, preemptor, node_info, pdbs, now, policy, pod_groups, snapshot
+        )
     name = node_info.name
     potential: list[PodInfo] = [pi for pi in node_info.pods if is_preemption_allowed(pi.pod, preemptor)]
     exempted = policy.exempted
@@ -143,3 +154,108 @@ def select_victims_on_node(
             return NodeVictims(name, [], 0, Status(Code.UNSCHEDULABLE, [strict_pdb_reason(violated)]))
         num_violating = 0
     return NodeVictims(name, victims, num_violating, None)
+
+
+def select_victim_units_on_node(
+    framework: Framework,
+    state: CycleState,
+    preemptor: Pod,
+    node_info: NodeInfo,
+    pdbs: Sequence[PodDisruptionBudget],
+    now: float,
+    policy: VictimPolicy,
+    pod_groups: PodGroupLister,
+    snapshot: Snapshot,
+) -> NodeVictims:
+    """SelectVictimsOnNode with GenericWorkload on: the same steps over preemption units
+    (podsched.preemption.domain). A unit with a pod on this node is a victim or not as a whole: a
+    disruptionMode `All` group brings its pods on other nodes along, at its group's priority.
+
+    Only this node (a clone) changes; the pods of a unit on other nodes are removed and put back
+    only in the cycle state, through the PreFilter extensions with those nodes' NodeInfos (upstream
+    does the same: Filter runs on this node alone). A unit is allowed if its priority is below the
+    preemptor's and `policy` exempts none of its pods."""
+    name = node_info.name
+    try:
+        units = domain.cross_nodes_victims(snapshot, pod_groups, [node_info])
+    except LookupError as error:
+        return NodeVictims(name, [], 0, Status(Code.ERROR, [str(error)]))
+    lower = [unit for unit in units if unit.priority < preemptor.priority]
+    potential = lower
+    exempted = policy.exempted
+    if exempted is not None and lower:
+        try:
+            potential = [unit for unit in lower if not any(exempted(pod, preemptor) for pod in unit.pods)]
+        except VictimLookupError as lookup_error:
+            return NodeVictims(name, [], 0, Status(Code.ERROR, [str(lookup_error)]))
+        if not potential:
+            return NodeVictims(name, [], 0, Status.unresolvable("", TOLERATED_MESSAGE))
+    if not potential:
+        return NodeVictims(name, [], 0, Status.unresolvable("", NO_VICTIMS_MESSAGE))
+
+    def node_of(pod_info: PodInfo) -> NodeInfo:
+        on = pod_info.pod.spec.node_name
+        if on == name:
+            return node_info
+        remote = snapshot.get(on)
+        assert remote is not None  # cross_nodes_victims found every unit's nodes
+        return remote
+
+    def remove(unit: domain.DomainVictim) -> None:
+        for pod_info in unit.pod_infos:
+            target = node_of(pod_info)
+            if target is node_info:
+                node_info.remove_pod(pod_info.pod)
+            error = framework.run_pre_filter_extension_remove_pod(state, preemptor, pod_info, target)
+            if error is not None:
+                raise RuntimeError(error.message)
+
+    def add(unit: domain.DomainVictim) -> None:
+        for pod_info in unit.pod_infos:
+            target = node_of(pod_info)
+            if target is node_info:
+                node_info.add_pod(pod_info)
+            error = framework.run_pre_filter_extension_add_pod(state, preemptor, pod_info, target)
+            if error is not None:
+                raise RuntimeError(error.message)
+
+    try:
+        for unit in potential:
+            remove(unit)
+    except RuntimeError as error:
+        return NodeVictims(name, [], 0, Status(Code.ERROR, [str(error)]))
+    status = framework.run_filter_plugins_with_nominated_pods(state, preemptor, node_info)
+    if status is not None:
+        return NodeVictims(name, [], 0, status)
+
+    key = domain.importance_key(now)
+    potential.sort(key=key)
+    violating, non_violating = domain.filter_victims_with_pdb_violation(potential, pdbs)
+    victims: list[domain.DomainVictim] = []
+
+    def reprieve(unit: domain.DomainVictim) -> bool:
+        add(unit)
+        if framework.run_filter_plugins_with_nominated_pods(state, preemptor, node_info) is None:
+            return True
+        remove(unit)
+        victims.append(unit)
+        return False
+
+    num_violating = 0
+    try:
+        for entry in violating:
+            if not reprieve(entry.victim):
+                num_violating += entry.violate_count
+        for unit in non_violating:
+            reprieve(unit)
+    except RuntimeError as error:
+        return NodeVictims(name, [], 0, Status(Code.ERROR, [str(error)]))
+    if violating and non_violating:
+        victims.sort(key=key)
+    victim_pods = [pod for unit in victims for pod in unit.pods]
+    if policy.strict_pdbs and num_violating:
+        violated = pdbs_violated_by(victim_pods, pdbs)
+        if violated:
+            return NodeVictims(name, [], 0, Status(Code.UNSCHEDULABLE, [strict_pdb_reason(violated)]))
+        num_violating = 0
+    return NodeVictims(name, victim_pods, num_violating, None)
