@@ -38,6 +38,7 @@ var (
 	pdbsGVR       = schema.GroupVersionResource{Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"}
 	classesGVR    = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1", Resource: "priorityclasses"}
 	namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+	podGroupsGVR  = schema.GroupVersionResource{Group: "scheduling.k8s.io", Version: "v1beta1", Resource: "podgroups"}
 	defaultName   = "default-scheduler"
 )
 

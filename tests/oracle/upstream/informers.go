@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core"
 	corev1informers "k8s.io/client-go/informers/core/v1"
+	schedulinginformers "k8s.io/client-go/informers/scheduling"
+	schedulingv1beta1informers "k8s.io/client-go/informers/scheduling/v1beta1"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -113,6 +115,38 @@ type factoryWrapper struct {
 
 func (f factoryWrapper) Core() coreinformers.Interface {
 	return coreWrapper{Interface: f.SharedInformerFactory.Core(), hc: f.hc}
+}
+
+// Scheduling().V1beta1().PodGroups() too: the scheduler's PodGroup handlers (GenericWorkload).
+func (f factoryWrapper) Scheduling() schedulinginformers.Interface {
+	return schedulingWrapper{Interface: f.SharedInformerFactory.Scheduling(), hc: f.hc}
+}
+
+type schedulingWrapper struct {
+	schedulinginformers.Interface
+	hc *handlerCounts
+}
+
+func (s schedulingWrapper) V1beta1() schedulingv1beta1informers.Interface {
+	return schedulingV1beta1Wrapper{Interface: s.Interface.V1beta1(), hc: s.hc}
+}
+
+type schedulingV1beta1Wrapper struct {
+	schedulingv1beta1informers.Interface
+	hc *handlerCounts
+}
+
+func (s schedulingV1beta1Wrapper) PodGroups() schedulingv1beta1informers.TypedPodGroupInformer {
+	return podGroupInformerWrapper{TypedPodGroupInformer: s.Interface.PodGroups(), hc: s.hc}
+}
+
+type podGroupInformerWrapper struct {
+	schedulingv1beta1informers.TypedPodGroupInformer
+	hc *handlerCounts
+}
+
+func (p podGroupInformerWrapper) Informer() cache.SharedIndexInformer {
+	return informerWrapper{SharedIndexInformer: p.TypedPodGroupInformer.Informer(), gvr: podGroupsGVR, hc: p.hc}
 }
 
 type coreWrapper struct {

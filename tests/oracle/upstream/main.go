@@ -37,6 +37,8 @@ type batchInput struct {
 	ID    string   `json:"id"`
 	Files []string `json:"files"`
 	Seed  *int64   `json:"seed,omitempty"`
+	// FeatureGates for this cluster (e.g. {"GenericWorkload": true}); absent: -feature-gates.
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
 }
 
 // batchError is the output line of a cluster that could not be run.
@@ -60,6 +62,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	verbosity := fs.Int("v", -1, "scheduler log verbosity on stderr (default: no scheduler logs)")
 	seed := fs.Int64("seed", 1, "1: nodes created in file order; other values shuffle each file's nodes with this seed, "+
 		"which changes which of equally scored nodes upstream picks; also seeds math/rand (batch: a line's \"seed\" wins)")
+	gateFlag := fs.String("feature-gates", "", "comma-separated Name=true|false, as kube-scheduler's --feature-gates "+
+		"(the oracle takes "+strings.Join(supportedGateNames(), ", ")+"); batch: a line's \"featureGates\" wins")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -70,13 +74,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "oracle: unexpected argument %q (files are given with -f)\n", fs.Arg(0))
 		return 2
 	}
+	gates, err := parseFeatureGates(*gateFlag)
+	if err != nil {
+		fmt.Fprintf(stderr, "oracle: -feature-gates: %v\n", err)
+		return 2
+	}
 	setupLogging(*verbosity)
 	if *batch {
 		if len(files) > 0 {
 			fmt.Fprintln(stderr, "oracle: -batch reads the clusters from stdin; it takes no -f")
 			return 2
 		}
-		return runBatch(stdin, stdout, stderr, *seed)
+		return runBatch(stdin, stdout, stderr, *seed, gates)
 	}
 	if len(files) == 0 {
 		fmt.Fprintln(stderr, "oracle: no input: give one or more -f FILE (or -batch)")
@@ -97,7 +106,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		named = append(named, namedFile{name: name, data: data})
 	}
-	res, err := runFiles(context.Background(), named, *seed)
+	res, err := runFiles(context.Background(), named, *seed, gates)
 	if err != nil {
 		fmt.Fprintf(stderr, "oracle: %v\n", err)
 		return exitCode(err)
@@ -122,7 +131,7 @@ func exitCode(err error) int {
 // runBatch runs each line's cluster on a fresh clientset and scheduler (each torn down before the
 // next: contexts cancelled, informers shut down, watches stopped). A bad cluster gives an error
 // line and the batch goes on; a bad line (not JSON) ends it with exit code 2.
-func runBatch(stdin io.Reader, stdout, stderr io.Writer, seed int64) int {
+func runBatch(stdin io.Reader, stdout, stderr io.Writer, seed int64, gates map[string]bool) int {
 	scanner := bufio.NewScanner(stdin)
 	scanner.Buffer(make([]byte, 1<<20), 1<<30)
 	out := bufio.NewWriter(stdout)
@@ -146,7 +155,11 @@ func runBatch(stdin io.Reader, stdout, stderr io.Writer, seed int64) int {
 		if in.Seed != nil {
 			lineSeed = *in.Seed
 		}
-		res, err := runFiles(context.Background(), named, lineSeed)
+		lineGates := gates
+		if in.FeatureGates != nil {
+			lineGates = in.FeatureGates
+		}
+		res, err := runFiles(context.Background(), named, lineSeed, lineGates)
 		var line2 any
 		if err != nil {
 			line2 = batchError{ID: in.ID, Upstream: upstreamVersion, Error: err.Error(), BadInput: exitCode(err) == 2}

@@ -15,13 +15,17 @@ import (
 	v1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	corev1defaults "k8s.io/kubernetes/pkg/apis/core/v1"
 	schedulingv1defaults "k8s.io/kubernetes/pkg/apis/scheduling/v1"
+	schedulingv1beta1defaults "k8s.io/kubernetes/pkg/apis/scheduling/v1beta1"
+	"k8s.io/kubernetes/pkg/features"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -120,9 +124,12 @@ func decodeDocument(source string, data []byte) ([]manifest, error) {
 		obj = &schedulingv1.PriorityClass{}
 	case "policy/v1/PodDisruptionBudget":
 		obj = &policyv1.PodDisruptionBudget{}
+	case "scheduling.k8s.io/v1beta1/PodGroup":
+		obj = &schedulingv1beta1.PodGroup{}
 	default:
 		return nil, badInput("%s: kind %q of apiVersion %q is not supported (the oracle takes v1 Pod and Node, "+
-			"scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget)", source, tm.Kind, tm.APIVersion)
+			"scheduling.k8s.io/v1 PriorityClass, policy/v1 PodDisruptionBudget, scheduling.k8s.io/v1beta1 PodGroup)",
+			source, tm.Kind, tm.APIVersion)
 	}
 	strict, err := kjson.UnmarshalStrict(data, obj)
 	if err != nil {
@@ -224,6 +231,8 @@ func (s *apiServer) admit(m manifest) (runtime.Object, error) {
 		return s.admitPod(m.source, obj)
 	case *policyv1.PodDisruptionBudget:
 		return admitPDB(m.source, obj)
+	case *schedulingv1beta1.PodGroup:
+		return s.admitPodGroup(m.source, obj)
 	}
 	return nil, badInput("%s: unsupported object", m.source)
 }
@@ -336,28 +345,9 @@ func (s *apiServer) admitPod(source string, pod *v1.Pod) (runtime.Object, error)
 	// Defaulting first (requests from limits, schedulerName, terminationGracePeriodSeconds, ...),
 	// then the Priority admission plugin, as in the apiserver.
 	corev1defaults.SetObjectDefaults_Pod(pod)
-	var (
-		className string
-		priority  int32
-		policy    *v1.PreemptionPolicy
-	)
-	if pod.Spec.PriorityClassName == "" {
-		if def := s.defaultPriorityClass(); def != nil {
-			className, priority, policy = def.Name, def.Value, def.PreemptionPolicy
-		} else {
-			lower := v1.PreemptLowerPriority
-			policy = &lower
-		}
-	} else if value, ok := systemPriorityClasses[pod.Spec.PriorityClassName]; ok {
-		lower := v1.PreemptLowerPriority
-		className, priority, policy = pod.Spec.PriorityClassName, value, &lower
-	} else {
-		obj, ok := s.get(classesGVR, objectKey{"", pod.Spec.PriorityClassName})
-		if !ok {
-			return nil, badInput("%s: spec.priorityClassName: Forbidden: no PriorityClass with name %s was found", where, pod.Spec.PriorityClassName)
-		}
-		pc := obj.(*schedulingv1.PriorityClass)
-		className, priority, policy = pc.Name, pc.Value, pc.PreemptionPolicy
+	className, priority, policy, err := s.establishPriority(where, pod.Spec.PriorityClassName)
+	if err != nil {
+		return nil, err
 	}
 	pod.Spec.PriorityClassName = className
 	if pod.Spec.Priority != nil && *pod.Spec.Priority != priority {
@@ -386,6 +376,71 @@ func (s *apiServer) admitPod(source string, pod *v1.Pod) (runtime.Object, error)
 		pod.Status.Phase = v1.PodPending
 	}
 	return pod, nil
+}
+
+// establishPriority is the Priority admission plugin's: the named class (a system class, or one
+// stored), or with no name the globalDefault class, or priority 0 and PreemptLowerPriority.
+func (s *apiServer) establishPriority(where, name string) (string, int32, *v1.PreemptionPolicy, error) {
+	lower := v1.PreemptLowerPriority
+	if name == "" {
+		if def := s.defaultPriorityClass(); def != nil {
+			return def.Name, def.Value, def.PreemptionPolicy, nil
+		}
+		return "", 0, &lower, nil
+	}
+	if value, ok := systemPriorityClasses[name]; ok {
+		return name, value, &lower, nil
+	}
+	obj, ok := s.get(classesGVR, objectKey{"", name})
+	if !ok {
+		return "", 0, nil, badInput("%s: spec.priorityClassName: Forbidden: no PriorityClass with name %s was found", where, name)
+	}
+	pc := obj.(*schedulingv1.PriorityClass)
+	return pc.Name, pc.Value, pc.PreemptionPolicy, nil
+}
+
+// admitPodGroup: the apiserver serves PodGroups only with GenericWorkload; defaulting
+// (disruptionMode single, preemptionPolicy with PodGroupPreemptionPolicy), then the Priority
+// admission plugin's admitPodGroup.
+func (s *apiServer) admitPodGroup(source string, pg *schedulingv1beta1.PodGroup) (runtime.Object, error) {
+	if !utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
+		return nil, badInput("%s: PodGroup: the server could not find the requested resource (the GenericWorkload feature gate is off)", source)
+	}
+	if err := checkName(source, "PodGroup", &pg.ObjectMeta, true); err != nil {
+		return nil, err
+	}
+	where := fmt.Sprintf("%s: PodGroup %q", source, pg.Namespace+"/"+pg.Name)
+	policy := pg.Spec.SchedulingPolicy
+	if (policy.Basic == nil) == (policy.Gang == nil) {
+		return nil, badInput("%s: spec.schedulingPolicy: Invalid value: exactly one of basic or gang must be set", where)
+	}
+	if policy.Gang != nil && policy.Gang.MinCount < 1 {
+		return nil, badInput("%s: spec.schedulingPolicy.gang.minCount: Invalid value: %d: must be greater than zero", where, policy.Gang.MinCount)
+	}
+	if mode := pg.Spec.DisruptionMode; mode != nil && (mode.Single == nil) == (mode.All == nil) {
+		return nil, badInput("%s: spec.disruptionMode: Invalid value: exactly one of single or all must be set", where)
+	}
+	schedulingv1beta1defaults.SetObjectDefaults_PodGroup(pg)
+	className, priority, classPolicy, err := s.establishPriority(where, pg.Spec.PriorityClassName)
+	if err != nil {
+		return nil, err
+	}
+	if pg.Spec.Priority != nil && *pg.Spec.Priority != priority {
+		return nil, badInput("%s: spec.priority: Forbidden: priority set in the pod group (%d) must match the priority computed (%d) "+
+			"based on the priority class set in the spec", where, *pg.Spec.Priority, priority)
+	}
+	pg.Spec.Priority = &priority
+	pg.Spec.PriorityClassName = className
+	if utilfeature.DefaultFeatureGate.Enabled(features.PodGroupPreemptionPolicy) && classPolicy != nil {
+		computed := schedulingv1beta1.PreemptionPolicy(*classPolicy)
+		if pg.Spec.PreemptionPolicy != nil && *pg.Spec.PreemptionPolicy != computed {
+			return nil, badInput("%s: spec.preemptionPolicy: Forbidden: the string value of PreemptionPolicy (%s) must not be provided in pod group spec; "+
+				"priority admission controller computed %s from the given PriorityClass name", where, *pg.Spec.PreemptionPolicy, computed)
+		}
+		pg.Spec.PreemptionPolicy = &computed
+	}
+	pg.Status = schedulingv1beta1.PodGroupStatus{}
+	return pg, nil
 }
 
 func admitPDB(source string, pdb *policyv1.PodDisruptionBudget) (runtime.Object, error) {

@@ -1,6 +1,7 @@
 package main
 
-// One cluster: the real scheduler (scheduler.New, default profile, default feature gates) on a fake
+// One cluster: the real scheduler (scheduler.New, default profile, default feature gates unless the
+// cluster names others) on a fake
 // clientset served by apiServer, driven on a fake clock until nothing changes.
 
 import (
@@ -14,11 +15,13 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
 	"k8s.io/kubernetes/pkg/scheduler"
 	internalcache "k8s.io/kubernetes/pkg/scheduler/backend/cache"
 	internalqueue "k8s.io/kubernetes/pkg/scheduler/backend/queue"
@@ -53,9 +56,10 @@ type cluster struct {
 	logger  klog.Logger
 	// gate holds the scheduling loop while a file's objects are being created (see holdPops).
 	gate atomic.Bool
-	// attempting: a pod (current) was handed to ScheduleOne, which has not returned yet.
+	// attempting: a pod or a pod group (current: its pods) was handed to the scheduling loop,
+	// which has not returned yet.
 	attempting atomic.Bool
-	current    atomic.Value // objectKey
+	current    atomic.Value // map[objectKey]bool
 	seed       int64
 	shuffle    *rand.Rand
 	// backoffFrom: when the clock started moving for pods in error backoff with nothing else going on.
@@ -67,7 +71,11 @@ type cluster struct {
 	assumed  *assumeHook
 }
 
-func newCluster(parent context.Context, seed int64) (*cluster, error) {
+func newCluster(parent context.Context, seed int64, gates map[string]bool) (*cluster, error) {
+	// Feature gates are process-wide; clusters run one at a time, each with its own.
+	if err := setFeatureGates(gates); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(parent)
 	c := &cluster{ctx: ctx, cancel: cancel, clock: testingclock.NewFakeClock(epoch), logger: klog.FromContext(ctx),
 		kick: make(chan struct{}, 1), idleKick: make(chan struct{}, 1)}
@@ -111,6 +119,14 @@ func newCluster(parent context.Context, seed int64) (*cluster, error) {
 	if _, err := c.factory.Policy().V1().PodDisruptionBudgets().Informer().AddEventHandler(c.counts.handler(pdbsGVR, nil)); err != nil {
 		cancel()
 		return nil, err
+	}
+	// The PodGroup lister (GenericWorkload): the scheduler's handlers are counted through the
+	// wrapped factory, but the plugins read the lister; count it too.
+	if utilfeature.DefaultFeatureGate.Enabled(features.GenericWorkload) {
+		if _, err := c.factory.Scheduling().V1beta1().PodGroups().Informer().AddEventHandler(c.counts.handler(podGroupsGVR, nil)); err != nil {
+			cancel()
+			return nil, err
+		}
 	}
 	// Likewise the namespace lister (InterPodAffinity reads namespace labels).
 	if _, err := c.factory.Core().V1().Namespaces().Informer().AddEventHandler(c.counts.handler(namespacesGVR, nil)); err != nil {
@@ -158,7 +174,7 @@ func (c *cluster) holdPops() {
 		// The scheduling loop asks for the next pod only once ScheduleOne has returned: the failure
 		// handler, which calls Done before it patches the pod's status, has finished too.
 		c.attempting.Store(false)
-		c.current.Store(objectKey{})
+		c.current.Store(map[objectKey]bool{})
 		c.wake()
 		for {
 			if c.ctx.Err() != nil {
@@ -167,9 +183,18 @@ func (c *cluster) holdPops() {
 			if c.gate.Load() && c.poppable() && c.settled() {
 				c.tick()
 				entity, err := pop(logger)
-				if info, ok := entity.(*framework.QueuedPodInfo); ok && info.Pod != nil {
-					c.current.Store(objectKey{info.Pod.Namespace, info.Pod.Name})
+				// A pod, or every queued pod of a pod group (GenericWorkload): its scheduling cycle
+				// writes to them all (their nominations, their binds).
+				current := map[objectKey]bool{}
+				if entity != nil {
+					entity.ForEachPodInfo(func(info *framework.QueuedPodInfo) bool {
+						if info.Pod != nil {
+							current[objectKey{info.Pod.Namespace, info.Pod.Name}] = true
+						}
+						return true
+					})
 				}
+				c.current.Store(current)
 				c.attempting.Store(true)
 				return entity, err
 			}
@@ -198,7 +223,7 @@ func (c *cluster) holdPops() {
 func (c *cluster) holdWrite(k objectKey) {
 	deadline := time.Now().Add(time.Second)
 	for c.attempting.Load() && time.Now().Before(deadline) {
-		if cur, _ := c.current.Load().(objectKey); cur == k || c.ctx.Err() != nil {
+		if cur, _ := c.current.Load().(map[objectKey]bool); cur[k] || c.ctx.Err() != nil {
 			return
 		}
 		time.Sleep(20 * time.Microsecond)
@@ -565,8 +590,8 @@ func (c *cluster) result() result {
 }
 
 // runFiles runs one cluster from its files, in order, on a fresh clientset and scheduler.
-func runFiles(ctx context.Context, files []namedFile, seed int64) (result, error) {
-	c, err := newCluster(ctx, seed)
+func runFiles(ctx context.Context, files []namedFile, seed int64, gates map[string]bool) (result, error) {
+	c, err := newCluster(ctx, seed, gates)
 	if err != nil {
 		return result{}, err
 	}
