@@ -514,9 +514,13 @@ def _protection(client: Any, pod: Mapping[str, Any], events: list[dict[str, Any]
     preemptor = None
     related = [e.get("related") or {} for e in events if e.get("reason") == "Preempted"]
     if related and related[-1].get("name"):
-        found = read("pods", str(related[-1]["name"]), str(related[-1].get("namespace") or ""))
+        # A pod's preemptor, or a PodGroup's (pod-group preemption, GenericWorkload).
+        resource = "podgroups" if related[-1].get("kind") == "PodGroup" else "pods"
+        found = read(resource, str(related[-1]["name"]), str(related[-1].get("namespace") or ""))
         preemptor = found[0] if found else None
-    return Protection(classes[0] if classes else None, pdbs, preemptor)
+    group_name = str((spec.get("schedulingGroup") or {}).get("podGroupName") or "")
+    groups = read("podgroups", group_name, str(meta.get("namespace") or "default")) if group_name else []
+    return Protection(classes[0] if classes else None, pdbs, preemptor, groups[0] if groups else None)
 
 
 # --- events -------------------------------------------------------------------------------------------

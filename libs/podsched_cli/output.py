@@ -20,7 +20,7 @@ from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, render_quantity
 from podsched.api.quantity import to_int, to_milli
 from podsched.api.timestamps import format_timestamp, parse_timestamp
-from podsched.api.types import Pod, PodDisruptionBudget, PriorityClass
+from podsched.api.types import DISRUPTION_MODE_ALL, Pod, PodDisruptionBudget, PodGroup, PriorityClass
 from podsched.cluster.events import Event, ObjectReference
 from podsched.framework.resource import pod_request_map
 from podsched.preemption.explain import has_toleration_policy, toleration_reason
@@ -855,7 +855,8 @@ class Protection:
 
     priority_class: Mapping[str, Any] | None = None
     pdbs: Sequence[Mapping[str, Any]] = ()
-    preemptor: Mapping[str, Any] | None = None
+    preemptor: Mapping[str, Any] | None = None  # a Pod, or a PodGroup (pod-group preemption)
+    pod_group: Mapping[str, Any] | None = None  # the PodGroup the pod belongs to (GenericWorkload)
 
 
 def _decoded(document: Mapping[str, Any] | None, kind: type[Any]) -> Any:
@@ -888,6 +889,7 @@ def protection_lines(
             verdict = toleration_reason(pod, preemptor, {priority_class.name: priority_class}, when)
             if verdict is not None:
                 lines.append(f"Preempted by {preemptor.namespace}/{preemptor.name}: {verdict[1]}")
+    lines += pod_group_protection_lines(pod, events, protection)
     for document in protection.pdbs:
         pdb = _decoded(document, PodDisruptionBudget)
         if pdb is not None and pdb_matches_pod(pdb, pod):
@@ -897,6 +899,34 @@ def protection_lines(
                 f"PodDisruptionBudget {pdb.namespace}/{pdb.name} covers it (disruptionsAllowed {allowed}): "
                 "preemption reprieves it first, and under pdbPolicy Strict never takes it past that allowance"
             )
+    return lines
+
+
+def pod_group_protection_lines(pod: Pod, events: Sequence[Mapping[str, Any]], protection: Protection) -> list[str]:
+    """What the pod's PodGroup changes for preemption (GenericWorkload): the priority it is weighed
+    at, and whether it goes alone or with its whole group; and, for a victim of a PodGroup, that the
+    group preempted across the cluster."""
+    lines: list[str] = []
+    group = _decoded(protection.pod_group, PodGroup)
+    if group is not None:
+        name = f"{group.namespace}/{group.name}"
+        weighed = f"weighed at the group's priority {group.group_priority}"
+        if pod.priority != group.group_priority:
+            weighed += f", not its own {pod.priority}"
+        if group.disruption_mode == DISRUPTION_MODE_ALL:
+            lines.append(
+                f"PodGroup {name} has disruptionMode All: preemption takes all of its running pods together "
+                f"or none of them, {weighed}"
+            )
+        else:
+            lines.append(f"PodGroup {name} has disruptionMode Single: preemption takes its pods one by one, {weighed}")
+    preempted = _latest(events, ("Preempted",))
+    preemptor = _decoded(protection.preemptor, PodGroup)
+    if preempted is not None and preemptor is not None:
+        lines.append(
+            f"Preempted by PodGroup {preemptor.namespace}/{preemptor.name} (priority {preemptor.group_priority}): "
+            "a pod group looks for room across the whole cluster at once, and this pod was in the way"
+        )
     return lines
 
 

@@ -23,6 +23,7 @@ from podsched.api.types import (
     REASON_UNSCHEDULABLE,
     Pod,
     PodCondition,
+    PodGroup,
 )
 from podsched.cluster import events as ev
 from podsched.cluster.node_agent import NodeAgent, started
@@ -173,29 +174,54 @@ class Binder:
 
     def preempt_victim(self, victim_uid: str, preemptor: Pod, node_name: str) -> Pod | None:
         """prepareCandidate for one victim: DisruptionTarget condition, a Preempted event naming the
-        preemptor and node, then a graceful delete. Victims already terminating are left alone."""
+        preemptor and node, then a graceful delete. Victims already terminating are left alone.
+
+        The victim must have lower priority than the preemptor: its own, or (GenericWorkload) its
+        PodGroup's, which is what preemption weighs a group's pod by."""
         victim = self.store.pods_by_uid.get(victim_uid)
         if victim is None or victim.metadata.deletion_timestamp is not None:
             return victim
-        if victim.priority >= preemptor.priority:
+        if min(victim.priority, self.effective_priority(victim)) >= preemptor.priority:
             raise BindError(
                 NOT_LOWER_PRIORITY,
                 f"victim {victim.namespace}/{victim.name} does not have lower priority than its preemptor",
             )
+        message = f"Preempted by pod {preemptor.uid} on node {node_name}"
+        return self._evict(victim, preemptor.spec.scheduler_name, "pod", message, preemptor)
+
+    def preempt_pod_group_victim(self, victim_uid: str, preemptor: PodGroup, scheduler_name: str) -> Pod | None:
+        """prepareCandidate for one victim of a pod-group preemption (GenericWorkload): as
+        `preempt_victim`, with the Preempted event naming the PodGroup and, as upstream's executor
+        does, the candidate "cluster" (a group preempts across the cluster, not on one node). The
+        victim's priority (its group's, if it has one) must be below the preemptor group's."""
+        victim = self.store.pods_by_uid.get(victim_uid)
+        if victim is None or victim.metadata.deletion_timestamp is not None:
+            return victim
+        if self.effective_priority(victim) >= preemptor.group_priority:
+            raise BindError(
+                NOT_LOWER_PRIORITY,
+                f"victim {victim.namespace}/{victim.name} does not have lower priority than its preemptor "
+                f"PodGroup {preemptor.namespace}/{preemptor.name}",
+            )
+        message = f"Preempted by PodGroup {preemptor.uid} on node cluster"
+        return self._evict(victim, scheduler_name, "PodGroup", message, preemptor)
+
+    def effective_priority(self, pod: Pod) -> int:
+        """GetPodPriority: the priority of the pod's PodGroup when it exists, else the pod's own."""
+        name = pod.spec.pod_group_name
+        group = self.store.pod_groups.get((pod.namespace, name)) if name is not None else None
+        return group.group_priority if group is not None else pod.priority
+
+    def _evict(self, victim: Pod, scheduler_name: str, kind: str, message: str, related: Pod | PodGroup) -> Pod | None:
         condition = PodCondition(
             CONDITION_DISRUPTION_TARGET,
             "True",
             REASON_PREEMPTION_BY_SCHEDULER,
-            f"{preemptor.spec.scheduler_name}: preempting to accommodate a higher priority pod",
+            f"{scheduler_name}: preempting to accommodate a higher priority {kind}",
             self.clock(),
         )
         self.recorder.record(
-            victim,
-            ev.NORMAL,
-            ev.PREEMPTED,
-            f"Preempted by pod {preemptor.uid} on node {node_name}",
-            action="Preempting",
-            related=preemptor,
+            victim, ev.NORMAL, ev.PREEMPTED, message, controller=scheduler_name, action="Preempting", related=related
         )
         return self.node_agent.start_termination(
             victim, victim.spec.termination_grace_period_seconds, with_condition(victim, condition)

@@ -105,6 +105,7 @@ class Cluster:
         self.nominate = self.binder.nominate
         self.clear_nomination = self.binder.clear_nomination
         self.preempt_victim = self.binder.preempt_victim
+        self.preempt_pod_group_victim = self.binder.preempt_pod_group_victim
         self.complete_terminations = self.node_agent.complete_terminations
 
         self.refresh_pdb_status = self.disruption.refresh

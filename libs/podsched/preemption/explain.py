@@ -13,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from podsched.api.types import Pod, PodDisruptionBudget, PriorityClass
 from podsched.framework.interface import PostFilterResult
 from podsched.framework.node_info import Snapshot
+from podsched.framework.pod_groups import PodGroupLister
+from podsched.preemption.domain import cross_nodes_victims, get_pod_priority
+from podsched.preemption.group_explain import explain_units_on_node
 from podsched.preemption.pdb import pdb_matches_pod, pdbs_violated_by
 from podsched.preemption.toleration import (
     MINIMUM_PREEMPTABLE_PRIORITY,
@@ -20,7 +23,7 @@ from podsched.preemption.toleration import (
     ExemptionCheck,
     judge,
 )
-from podsched.preemption.victims import VictimLookupError, VictimPolicy, is_preemption_allowed
+from podsched.preemption.victims import VictimLookupError, VictimPolicy
 
 # A dry run over thousands of nodes could explain thousands of pods; the first ones say enough.
 MAX_EXPLANATIONS = 20
@@ -61,9 +64,12 @@ def explain_preemption(
     pdbs: Sequence[PodDisruptionBudget],
     policy: VictimPolicy,
     now: float,
+    pod_groups: PodGroupLister | None = None,
 ) -> list[str]:
     """One sentence per protected or PDB-covered lower-priority pod the decision concerns: on the
-    chosen node when preemption nominates one, else on every node (the preemptor stays pending)."""
+    chosen node when preemption nominates one, else on every node (the preemptor stays pending).
+    With `pod_groups` (GenericWorkload), a pod is lower-priority by its group's priority, and the
+    PodGroups' part on the chosen node is told too (`group_explain`)."""
     check = policy.exempted if isinstance(policy.exempted, ExemptionCheck) else None
     chosen = result.nominated_node_name if result is not None else ""
     victims = list(result.victims) if result is not None and chosen else []
@@ -76,7 +82,7 @@ def explain_preemption(
         where = "" if chosen else f" on node {node_info.name}"
         for pod_info in node_info.pods:
             pod = pod_info.pod
-            if not is_preemption_allowed(pod, preemptor):
+            if get_pod_priority(pod, pod_groups) >= preemptor.priority:
                 continue
             toleration = toleration_reason(pod, preemptor, check.priority_classes, check.now) if check else None
             covering = [pdb for pdb in pdbs if pdb_matches_pod(pdb, pod)]
@@ -90,6 +96,10 @@ def explain_preemption(
                     more += 1
     if more:
         lines.append(f"... and {more} more")
+    chosen_info = snapshot.get(chosen) if chosen else None
+    if pod_groups is not None and chosen_info is not None:
+        units = cross_nodes_victims(snapshot, pod_groups, [chosen_info])
+        lines += explain_units_on_node(preemptor, chosen, victims, units, snapshot, pod_groups)
     return lines
 
 

@@ -516,8 +516,21 @@ func (c *cluster) settled() bool {
 // backoffQ sorts the pods in backoffQ: Pop takes pods from its main heap when activeQ is empty
 // (SchedulerPopFromBackoffQ, beta, on), but not from its error heap (pods whose last attempt failed
 // with an error, i.e. no plugin rejected them); those leave only when their backoff expires.
+//
+// A pod group's pods (GenericWorkload) are in backoffQ as one entity, sorted by the group's own
+// plugins, not its pods'.
 func (c *cluster) backoffQ() (poppable, errored int) {
 	for _, pod := range c.queue.PodsInBackoffQ() {
+		if group := pod.Spec.SchedulingGroup; group != nil && group.PodGroupName != nil {
+			if info, ok := c.queue.GetPodGroup(*group.PodGroupName, pod.Namespace, fwk.PodGroupKeyType); ok {
+				if info.GetUnschedulablePlugins().Len() == 0 && info.GetPendingPlugins().Len() == 0 {
+					errored++
+				} else {
+					poppable++
+				}
+				continue
+			}
+		}
 		info, ok := c.queue.GetPod(pod.Name, pod.Namespace, nil)
 		if ok && info.UnschedulablePlugins.Len() == 0 && info.PendingPlugins.Len() == 0 {
 			errored++
