@@ -42,15 +42,19 @@ class Replica:
         prefix: str,
         follow_events: bool = False,
         events_tail: int | None = None,
+        events_retention_seconds: float | None = None,
     ) -> None:
         """`events_tail`: read only that many of the newest event records (the binder needs the next
-        sequence and the recent events a repeat is matched against, not the whole retention window)."""
+        sequence and the recent events a repeat is matched against, not the whole retention window).
+        `events_retention_seconds`: while following, forget events older than the events topic keeps
+        them (a copy running for days holds the last hour, as one rebuilt from the log does)."""
         self.cluster = cluster
         self.objects_topic, self.events_topic = topics(prefix)
         names = [self.objects_topic] + ([self.events_topic] if follow_events else [])
         tails = {self.events_topic: events_tail} if events_tail is not None else None
         self.reader = LogReader(bootstrap, names, tails)
         self.version = 0  # the last resource version applied
+        self.events_retention_seconds = events_retention_seconds
         self._early_events: dict[int, ev.Event] = {}  # events that arrived before their predecessors
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -94,6 +98,8 @@ class Replica:
                 if stable is not None:
                     CONSUMER_LAG.labels(partition.topic).set(max(0, stable - await consumer.position(partition)))
             RESOURCE_VERSION.set(self.version)
+            if self.events_retention_seconds is not None:
+                self.cluster.recorder.expire(self.cluster.clock() - self.events_retention_seconds)
             for callback in self.on_applied:
                 callback()
             async with self._progress:

@@ -379,6 +379,9 @@ class Binder:
                         operation.done.set_exception(RuntimeError(f"write not committed: {error}"))
                 os._exit(3)  # crash-only: the state in memory is ahead of the log
         self._wake_timer.set()
+        # Events the topic no longer keeps, and more than a rebuilt binder reads, are forgotten: a
+        # binder running for weeks holds what one restarted now would (repeats match recent events).
+        self.cluster.recorder.expire(self.clock() - self.config.events_retention_ms / 1000, EVENTS_REPLAYED)
         # The versions as committed: by the time a caller resumes, the next batch may have been
         # applied but not committed, and a caller must never wait for a version that may vanish.
         committed = self.versions()

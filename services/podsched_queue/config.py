@@ -50,3 +50,6 @@ class QueueConfig(CommonConfig):
     # Record every write to the public API (accepted or refused, with the caller) on
     # <prefix>podsched.audit.v1.
     api_audit: bool = True
+    # How long the events topic keeps events (the binder's PODSCHED_EVENTS_RETENTION_MS, which sets
+    # the topic): the queue's copy forgets older events as the topic does, and serves the same window.
+    events_retention_ms: int = 3_600_000

@@ -55,7 +55,13 @@ class QueueService:
         )
         # Only pods some profile schedules are queued; the others are another scheduler's.
         self.cluster.listeners.append(only_responsible(self.scheduler_config, queue_feed(self.queue)))
-        self.replica = Replica(self.cluster, config.kafka_bootstrap_servers, config.topic_prefix, follow_events=True)
+        self.replica = Replica(
+            self.cluster,
+            config.kafka_bootstrap_servers,
+            config.topic_prefix,
+            follow_events=True,
+            events_retention_seconds=config.events_retention_ms / 1000,
+        )
         # The newest write this service saw acknowledged by the binder.
         self.known_version = 0
         self.known_event_sequence = -1

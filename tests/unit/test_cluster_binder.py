@@ -33,7 +33,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def cluster(clock: Clock) -> Cluster:
-    cluster = Cluster(clock)
+    cluster = Cluster(clock, keep_history=True)
     cluster.apply(make_node("n1").capacity(cpu="2", memory="4Gi").obj())
     cluster.apply(make_priority_class("low", LOW_PRIORITY))
     cluster.apply(make_priority_class("high", HIGH_PRIORITY))

@@ -175,6 +175,20 @@ class EventRecorder:
             raise ValueError(f"event sequence {event.sequence} skips {self.next_sequence}..{event.sequence - 1}")
         self._notify(event)
 
+    def expire(self, before: float, keep_at_most: int | None = None) -> int:
+        """Forget events first recorded before `before`, oldest first, as the events topic's retention
+        forgets their records, and beyond the newest `keep_at_most`: a long-running copy then holds
+        what a copy rebuilt from the log would, not every event since it started. The newest event
+        is always kept (it says where the sequence continues). Returns how many were forgotten."""
+        events = self.events
+        count = 0 if keep_at_most is None else max(0, len(events) - max(keep_at_most, 1))
+        while count < len(events) - 1 and events[count].event_time < before:
+            count += 1
+        if count:
+            del events[:count]  # in place: the cluster's `events` is this list
+            self.first_sequence += count
+        return count
+
     def _notify(self, event: Event) -> None:
         for listener in self.listeners:
             listener(event)

@@ -158,7 +158,7 @@ class NodeAgent:
             pod, ev.NORMAL, ev.DELETED, f"Pod {pod.namespace}/{pod.name} deleted", ev.BINDER_CONTROLLER
         )
         self.store.store_pod(pod, None)
-        if pod.status.phase == POD_RUNNING:
+        if pod.status.phase == POD_RUNNING and self.store.keep_history:
             # The node agent moves a pod stopped by deletion to a terminal phase (KEP-3329), which
             # is the last state anyone sees of it.
             self.store.history[pod.uid] = replace(pod, status=replace(pod.status, phase=POD_FAILED))

@@ -58,7 +58,10 @@ class Cluster:
         uid_factory: Callable[[], str] | None = None,
         authoritative: bool = True,
         quota_admission: QuotaAdmissionConfig | None = None,
+        keep_history: bool = False,
     ) -> None:
+        """`keep_history`: keep the last state of every pod ever created in `history` (`simulate`
+        reports it); a service's copy does not, so it stays the size of the live cluster."""
         self.clock = clock
         # A replica (authoritative=False) follows the binder's log with `restore`: it never computes
         # PDB status itself but keeps the status the binder published.
@@ -66,7 +69,7 @@ class Cluster:
         counter = itertools.count(1)
         self.new_uid = uid_factory or (lambda: f"{next(counter):08x}-0000-4000-8000-000000000000")
         self.quota_admission = quota_admission or QuotaAdmissionConfig()
-        self.store = Store(clock, self.new_uid, authoritative)
+        self.store = Store(clock, self.new_uid, authoritative, keep_history)
         self.recorder = ev.EventRecorder(clock)
         self.node_agent = NodeAgent(self.store, self.recorder, clock)
         self.binder = Binder(self.store, self.recorder, self.node_agent, clock)

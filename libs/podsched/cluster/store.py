@@ -58,7 +58,9 @@ class Store:
     """Objects by kind and their indexes. Writes are trusted (admitted or from the log); each one that
     a watcher would see is reported to every listener, in order, before the write returns."""
 
-    def __init__(self, clock: Callable[[], float], new_uid: Callable[[], str], authoritative: bool) -> None:
+    def __init__(
+        self, clock: Callable[[], float], new_uid: Callable[[], str], authoritative: bool, keep_history: bool = False
+    ) -> None:
         self.clock = clock
         self.new_uid = new_uid
         # The binder's copy (authoritative) versions every change itself; a replica keeps the
@@ -68,7 +70,11 @@ class Store:
         self.node_infos: dict[str, NodeInfo] = {}
         self.pods: dict[tuple[str, str], Pod] = {}
         self.pods_by_uid: dict[str, Pod] = {}
-        self.history: dict[str, Pod] = {}  # uid -> last version of every pod ever created
+        # uid -> last version of every pod ever created, deleted ones included: what `simulate` reports
+        # at its end. Only with keep_history: a long-running copy of the cluster would grow with every
+        # pod it ever saw (a million pods of churn, a million entries).
+        self.keep_history = keep_history
+        self.history: dict[str, Pod] = {}
         self.priority_classes: dict[str, PriorityClass] = {}
         self.pdbs: dict[tuple[str, str], PodDisruptionBudget] = {}
         # ResourceQuotas, each carrying its status.used. Usage is derived state: every copy of the
@@ -192,14 +198,16 @@ class Store:
                 quota.charge(self.resource_quotas, self.quota_keys.get(new.namespace), new, 1)
             self.pods[new.key] = new
             self.pods_by_uid[new.uid] = new
-            self.history[new.uid] = new
+            if self.keep_history:
+                self.history[new.uid] = new
             if self.occupies_node(new):
                 self.node_infos[new.spec.node_name].add_pod(PodInfo(new))
             self.changed_pod_namespaces.add(new.namespace)
         elif old is not None:
             self.pods.pop(old.key, None)
             self.pods_by_uid.pop(old.uid, None)
-            self.history[old.uid] = old
+            if self.keep_history:
+                self.history[old.uid] = old
         change_type = ADDED if old is None else (REMOVED if new is None else MODIFIED)
         self.notify(Change(change_type, KIND_POD, old, new))
 
@@ -289,7 +297,8 @@ class Store:
             if change_type == REMOVED:
                 if old is not None:
                     self.store_pod(old, None)
-                self.history[obj.uid] = obj
+                if self.keep_history:
+                    self.history[obj.uid] = obj
             else:
                 self.store_pod(old, obj)
         elif change_type == REMOVED:

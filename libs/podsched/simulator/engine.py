@@ -83,7 +83,7 @@ class Simulator:
         self.now = start_time
         clock = self.clock
         # The binder's admission, ResourceQuota included (`admission`: the --admission-config file).
-        self.cluster = Cluster(clock, quota_admission=admission)
+        self.cluster = Cluster(clock, quota_admission=admission, keep_history=True)
         self.queue = sq.SchedulingQueue(
             clock, self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds
         )
