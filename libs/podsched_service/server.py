@@ -20,7 +20,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
 
-from podsched_service import gc_tuning, telemetry
+from podsched_service import gc_tuning, memory_trace, telemetry
 from podsched_service.config import load_config
 from podsched_service.tls import ClientGroupGate, ServerTLS
 
@@ -56,6 +56,11 @@ def run_service(name: str, config_class: type, build: Build) -> None:
         log.info("%s metrics on http://%s/metrics", name, config.metrics_address)
 
     async def serve() -> None:
+        try:
+            # A debugging aid, off by default; the task is held here (the loop keeps only a weak reference).
+            tracer = memory_trace.start_from_environment(name)
+        except ValueError as error:
+            sys.exit(f"{name}: {error}")
         host = ServiceHost(name, config.listen_address, config.shutdown_grace_seconds, tls, credentials)
         try:
             service_name, start, stop = build(config, host.server)
@@ -63,6 +68,8 @@ def run_service(name: str, config_class: type, build: Build) -> None:
             sys.exit(f"{name}: {error}")
         host.add_service_names([service_name])
         await host.run(start, stop)
+        if tracer is not None:
+            tracer.cancel()
 
     try:
         asyncio.run(serve())
