@@ -204,7 +204,7 @@ def _admit_pod_group(store: Store, group: PodGroup) -> Admitted:
 
 def validate_pod_group_update(old: PodGroup, new: PodGroup) -> PodGroup:
     """ValidatePodGroupUpdate for the fields podsched reads; returns the group to store. What the
-    update omits that admission set on create (priorityClassName, priority) is carried over, as
+    update omits that admission set on create (priorityClassName, priority, preemptionPolicy) is carried over, as
     for pods. Everything but gang.minCount is immutable: `spec.priority: Invalid value: null: field
     is immutable` (upstream's declarative immutability names no value), and the policy may not
     switch between basic and gang."""
@@ -212,6 +212,7 @@ def validate_pod_group_update(old: PodGroup, new: PodGroup) -> PodGroup:
         new,
         priority_class_name=new.priority_class_name or old.priority_class_name,
         priority=old.priority if new.priority is None else new.priority,
+        preemption_policy=old.preemption_policy if new.preemption_policy is None else new.preemption_policy,
     )
     null = RenderedValue(None)
     errors: list[FieldError] = []
