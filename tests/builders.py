@@ -94,6 +94,11 @@ class PodBuilder:
         self._spec.preemption_policy = policy
         return self
 
+    def group(self, pod_group_name: str) -> PodBuilder:
+        """spec.schedulingGroup.podGroupName."""
+        self._spec.pod_group_name = pod_group_name
+        return self
+
     def req(self, **requests: Any) -> PodBuilder:
         """Add one container with these requests (cpu="1", memory="1Gi", **{"nvidia.com/gpu": 1})."""
         self._containers.append(Container(name=f"c{len(self._containers)}", requests=_requests(requests)))

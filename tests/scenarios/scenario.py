@@ -20,7 +20,20 @@ KNOWN_DIFFERENCES = FOLDER / "KNOWN_DIFFERENCES.md"
 NOT_SCENARIOS = {"common.yaml"}
 MAX_GRACE_SECONDS = 3  # live, grace periods pass in real time: keep runs quick
 TOP_LEVEL = {"description", "config", "liveOnly", "steps", "expect"}
-EXPECTATIONS = {"preempted", "nodes", "nominated", "events", "rejected", "scheduledOrder", "waited", "owned", "jobs"}
+EXPECTATIONS = {
+    "preempted",
+    "nodes",
+    "nominated",
+    "events",
+    "rejected",
+    "scheduledOrder",
+    "waited",
+    "owned",
+    "jobs",
+    "podGroups",
+}
+# A PodGroup's PodGroupInitiallyScheduled condition: status ("True", "False", "" for none), reason, message.
+POD_GROUP_KEYS = {"status", "reason", "message"}
 EVENT_KEYS = {"reason", "pod", "object", "message", "messageStartsWith", "messageContains", "related", "last"}
 JOB_KEYS = {"condition", "reason", "succeeded", "failed", "active"}
 WAITED_KEYS = {"pod", "from", "to", "atLeastSeconds"}
@@ -145,6 +158,13 @@ def _check_expect(path: Path, expect: dict[str, Any]) -> None:
     jobs = expect.get("jobs", {})
     if not isinstance(jobs, dict) or not all(isinstance(v, dict) and not set(v) - JOB_KEYS for v in jobs.values()):
         raise _fail(path, "expect.jobs", f"must map a Job name to expectations among {sorted(JOB_KEYS)}")
+    groups = expect.get("podGroups", {})
+    if not isinstance(groups, dict) or not all(
+        isinstance(v, dict) and not set(v) - POD_GROUP_KEYS for v in groups.values()
+    ):
+        raise _fail(
+            path, "expect.podGroups", f"must map a PodGroup name to expectations among {sorted(POD_GROUP_KEYS)}"
+        )
     for index, waited in enumerate(expect.get("waited", [])):
         if not isinstance(waited, dict) or set(waited) != WAITED_KEYS:
             raise _fail(path, f"expect.waited[{index}]", f"needs exactly {sorted(WAITED_KEYS)}")
@@ -188,6 +208,8 @@ class Observed:
     disrupted: set[str] = field(default_factory=set)
     # Jobs at the end, by name (their Kubernetes JSON).
     jobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # PodGroups at the end, by name (their Kubernetes JSON).
+    pod_groups: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def preempted(self) -> list[str]:
@@ -220,7 +242,8 @@ def observe_simulation(output: dict[str, Any]) -> Observed:
     rejected = [{k: r[k] for k in ("kind", "namespace", "name", "message")} for r in output["rejected"]]
     disrupted = {p["metadata"]["name"] for p in history if disrupted_by_scheduler(p)}
     jobs = {w["metadata"]["name"]: w for w in output.get("workloads", []) if w["kind"] == "Job"}
-    return Observed(pods, events, rejected, disrupted, jobs)
+    groups = {g["metadata"]["name"]: g for g in output.get("podGroups", [])}
+    return Observed(pods, events, rejected, disrupted, jobs, groups)
 
 
 def run_simulate(scenario: Scenario, tmp_path: Path, capsys: Any) -> dict[str, Any]:
@@ -315,6 +338,13 @@ def _job_facts(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def pod_group_facts(group: dict[str, Any]) -> dict[str, str]:
+    """The PodGroupInitiallyScheduled condition's status, reason and message ("" without one)."""
+    conditions = (group.get("status") or {}).get("conditions") or []
+    found = next((c for c in conditions if c.get("type") == "PodGroupInitiallyScheduled"), {})
+    return {key: str(found.get(key, "")) for key in ("status", "reason", "message")}
+
+
 def check(expect: dict[str, Any], observed: Observed) -> list[str]:
     """Every way `observed` differs from `expect`, one line each (empty: as expected)."""
     problems: list[str] = []
@@ -336,6 +366,14 @@ def check(expect: dict[str, Any], observed: Observed) -> list[str]:
         differing = {k: facts[k] for k, v in want_job.items() if facts[k] != v}
         if differing:
             problems.append(f"jobs: {name} expected {want_job}, has {facts}")
+    for name, want_group in expect.get("podGroups", {}).items():
+        group = observed.pod_groups.get(name)
+        if group is None:
+            problems.append(f"podGroups: {name} does not exist")
+            continue
+        facts = pod_group_facts(group)
+        if {k: facts[k] for k in want_group} != want_group:
+            problems.append(f"podGroups: {name} expected {want_group}, has {facts}")
     for name, want in expect.get("nodes", {}).items():
         pod = observed.pods.get(name)
         if want is None:

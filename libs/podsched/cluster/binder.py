@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,6 +28,7 @@ from podsched.api.types import (
 from podsched.cluster import events as ev
 from podsched.cluster.node_agent import NodeAgent, started
 from podsched.cluster.store import Store
+from podsched.framework.node_info import NodeInfo, PodInfo
 from podsched.framework.resource import pod_requests
 from podsched.plugins.node_resources import fits_request
 
@@ -109,6 +110,33 @@ class Binder:
             action="Binding",
         )
         return new
+
+    def bind_group(self, placements: Sequence[tuple[str, str]]) -> list[Pod]:
+        """Bind a gang's pods together: every (pod uid, node) is checked as `bind` checks it, each
+        counting the ones before it on its node, before any is bound; one refusal refuses them all
+        (BindError, nothing changed), so a gang is never left partly bound."""
+        planned: dict[str, NodeInfo] = {}
+        for pod_uid, node_name in placements:
+            pod = self.store.pods_by_uid.get(pod_uid)
+            if pod is None:
+                raise BindError(BIND_POD_NOT_FOUND, f"pod with uid {pod_uid} not found")
+            if pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
+                return [self.bind(pod_uid, node_name)]  # raises the refusal `bind` gives
+            info = planned.get(node_name) or self.store.node_infos.get(node_name)
+            if info is None:
+                raise BindError(BIND_NODE_NOT_FOUND, f'node "{node_name}" not found')
+            insufficient = fits_request(pod_requests(pod), info)
+            if insufficient:
+                reasons = ", ".join(i.reason for i in insufficient)
+                raise BindError(
+                    BIND_WOULD_OVERCOMMIT,
+                    f"binding {pod.namespace}/{pod.name} to {node_name} would overcommit it: {reasons}",
+                )
+            if node_name not in planned:
+                info = info.clone()
+                planned[node_name] = info
+            info.add_pod(PodInfo(replace(pod, spec=replace(pod.spec, node_name=node_name))))
+        return [self.bind(pod_uid, node_name) for pod_uid, node_name in placements]
 
     def mark_unschedulable(
         self, pod_uid: str, message: str, nominated_node: str = "", victims: int = 0, clear_nomination: str = ""

@@ -104,6 +104,7 @@ class Cluster:
 
         # Each part's operations, called on the part itself (no extra call on the binder's hot path).
         self.bind = self.binder.bind
+        self.bind_group = self.binder.bind_group
         self.mark_unschedulable = self.binder.mark_unschedulable
         self.nominate = self.binder.nominate
         self.clear_nomination = self.binder.clear_nomination

@@ -45,6 +45,41 @@ EXTENSION_POINTS = (
 )
 
 
+# Feature gates the configuration's `featureGates` may set, with upstream v1.37's defaults.
+GENERIC_WORKLOAD = "GenericWorkload"
+POD_GROUP_PREEMPTION_POLICY = "PodGroupPreemptionPolicy"
+FEATURE_GATE_DEFAULTS: dict[str, bool] = {GENERIC_WORKLOAD: False, POD_GROUP_PREEMPTION_POLICY: False}
+
+
+def _feature_gates(doc: Mapping[str, Any], errors: list[FieldError]) -> tuple[tuple[str, bool], ...]:
+    """featureGates: {name: bool}, worded as component-base refuses a --feature-gates value."""
+    raw = doc.get("featureGates")
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict):
+        errors.append(
+            FieldError("featureGates", "must be a map of feature gate names to true or false", kind="Invalid value")
+        )
+        return ()
+    gates: list[tuple[str, bool]] = []
+    for name, value in raw.items():
+        if name not in FEATURE_GATE_DEFAULTS:
+            errors.append(
+                FieldError(f"featureGates[{name}]", f"unrecognized feature gate: {name}", kind="Invalid value")
+            )
+        elif not isinstance(value, bool):
+            errors.append(
+                FieldError(
+                    f"featureGates[{name}]",
+                    f"invalid value of {name}={value}, must be true or false",
+                    kind="Invalid value",
+                )
+            )
+        else:
+            gates.append((str(name), value))
+    return tuple(gates)
+
+
 @dataclass(frozen=True, slots=True)
 class SchedulerConfig:
     """The configuration as its first profile sees it: the global settings and that profile's
@@ -65,6 +100,17 @@ class SchedulerConfig:
     score_weights: tuple[tuple[str, int], ...] = ()  # overrides from plugins.score.enabled[].weight
     scheduler_name: str = DEFAULT_SCHEDULER_NAME
     other_profiles: tuple[SchedulerConfig, ...] = ()
+    # featureGates: the scheduler's --feature-gates, read from the configuration file (a
+    # podsched addition: upstream takes them as a flag). Every gate is off unless turned on.
+    feature_gates: tuple[tuple[str, bool], ...] = ()
+
+    def feature_enabled(self, gate: str) -> bool:
+        return dict(self.feature_gates).get(gate, FEATURE_GATE_DEFAULTS.get(gate, False))
+
+    @property
+    def generic_workload(self) -> bool:
+        """GenericWorkload: PodGroups are scheduled as groups (gang scheduling); off by default."""
+        return self.feature_enabled(GENERIC_WORKLOAD)
 
     def plugin_enabled(self, point: str, plugin: str) -> bool:
         return (
@@ -147,6 +193,7 @@ def scheduler_config_from_dict(doc: dict[str, Any]) -> SchedulerConfig:
         pod_max_backoff_seconds=maximum,
         percentage_of_nodes_to_score=_percentage(doc, errors, 0),
         preemption_enabled=doc.get("disablePreemption") is not True,
+        feature_gates=_feature_gates(doc, errors),
     )
     raw_profiles = doc.get("profiles")
     if raw_profiles is None or raw_profiles == []:

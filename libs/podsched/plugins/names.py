@@ -13,3 +13,5 @@ POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 DEFAULT_PREEMPTION = "DefaultPreemption"
 PREEMPTION_TOLERATION = "PreemptionToleration"  # kubernetes-sigs/scheduler-plugins
 DEFAULT_BINDER = "DefaultBinder"
+GANG_SCHEDULING = "GangScheduling"  # GenericWorkload: PreEnqueue and PlacementFeasible for gangs
+POD_GROUP_PODS_COUNT = "PodGroupPodsCount"  # GenericWorkload: placement score

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from podsched.api.types import KIND_NODE, KIND_POD, POD_FAILED, POD_PENDING, POD_SUCCEEDED, Pod
+from podsched.api.types import KIND_NODE, KIND_POD, KIND_POD_GROUP, POD_FAILED, POD_PENDING, POD_SUCCEEDED, Pod
 from podsched.cluster.store import ADDED, MODIFIED, REMOVED, Change
 from podsched.framework.events import (
     ASSIGNED_POD_ADD,
@@ -37,6 +37,11 @@ def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
                 queue.on_event(NODE_ADD if change.type == ADDED else NODE_UPDATE)
             return
         if change.kind != KIND_POD:
+            if change.kind == KIND_POD_GROUP and change.type != REMOVED:
+                group = change.new
+                assert group is not None
+                # GangScheduling's PodGroup Add/Update events: its held or rejected pods may go now.
+                queue.group_changed(group.metadata.namespace, group.metadata.name)
             return
         old, new = change.old, change.new
         assert old is None or isinstance(old, Pod)

@@ -25,6 +25,8 @@ from podsched.framework.events import UNSCHEDULABLE_TIMEOUT as UNSCHEDULABLE_TIM
 from podsched.framework.events import WILDCARD as WILDCARD
 from podsched.framework.events import PodEvent as PodEvent
 from podsched.framework.node_info import PodInfo
+from podsched.framework.status import Status
+from podsched.plugins.names import GANG_SCHEDULING
 from podsched.plugins.registry import default_queueing_hints
 from podsched.queue.nominator import Nominator
 
@@ -64,6 +66,8 @@ ACTIVE = "activeQ"
 BACKOFF = "backoffQ"
 UNSCHEDULABLE = "unschedulablePods"
 IN_FLIGHT = "inFlight"
+# Pods PreEnqueue holds back (scheduler_pending_pods{queue="gated"}); they wait in the pool.
+GATED = "gated"
 
 
 class InFlightEvents:
@@ -116,8 +120,15 @@ class SchedulingQueue:
         max_in_unschedulable: float = DEFAULT_POD_MAX_IN_UNSCHEDULABLE_PODS_DURATION,
         pop_from_backoff_q: bool = True,
         queueing_hints: QueueingHintMap | None = None,
+        pre_enqueue: Callable[[Pod], Status | None] | None = None,
     ) -> None:
         self.clock = clock
+        # PreEnqueue (GenericWorkload's GangScheduling): None when the gate is off, and then the
+        # queue never looks at pod groups. A pod it refuses waits in the unschedulable pool,
+        # "gated", until its group changes (`group_changed`).
+        self.pre_enqueue = pre_enqueue
+        self._gated: dict[str, Status] = {}  # uid -> the PreEnqueue status holding it back
+        self._group_members: dict[tuple[str, str], set[str]] = {}  # (namespace, group) -> queued uids
         # The plugins' EventsToRegister: which events may make a pod a plugin rejected schedulable.
         self.queueing_hints = queueing_hints if queueing_hints is not None else default_queueing_hints()
         self.initial_backoff = initial_backoff
@@ -200,12 +211,79 @@ class SchedulingQueue:
     # --- pod lifecycle ------------------------------------------------------------------------
 
     def add(self, pod: Pod) -> None:
-        """A new pending pod enters activeQ."""
+        """A new pending pod enters activeQ (unless PreEnqueue holds it back)."""
         pod_info = PodInfo(pod)
         info = QueuedPodInfo(pod_info, timestamp=self.clock(), stamp=next(self._stamps))
         self._infos[pod.uid] = info
+        if self.pre_enqueue is not None and pod.spec.pod_group_name is not None:
+            key = (pod.namespace, pod.spec.pod_group_name)
+            self._group_members.setdefault(key, set()).add(pod.uid)
+            self._gate_or_activate(info)
+            self.nominator.add(pod_info)
+            self.group_changed(*key)  # this pod may complete its gang's minCount
+            return
         self._push_active(info)
         self.nominator.add(pod_info)
+
+    # --- pod groups (GenericWorkload) ----------------------------------------------------------
+
+    def _gate_or_activate(self, info: QueuedPodInfo) -> bool:
+        """Run PreEnqueue: a refused pod waits gated in the pool; an admitted one goes to activeQ.
+        Returns whether it was admitted."""
+        assert self.pre_enqueue is not None
+        uid = info.pod.uid
+        status = self.pre_enqueue(info.pod)
+        if status is None:
+            self._gated.pop(uid, None)
+            self._push_active(info)
+            return True
+        self._gated[uid] = status
+        info.unschedulable_plugins = {status.plugin}
+        info.last_failure_message = status.message
+        info.unschedulable_since = self.clock()
+        self._place(uid, UNSCHEDULABLE)
+        return False
+
+    def gated_status(self, uid: str) -> Status | None:
+        """The PreEnqueue status holding the pod out of the active queue, if one does."""
+        return self._gated.get(uid)
+
+    def group_changed(self, namespace: str, name: str) -> int:
+        """The group or its set of pods changed (a pod of it added, the PodGroup added or its
+        minCount changed): PreEnqueue runs again for its gated pods. Returns how many it admitted."""
+        if self.pre_enqueue is None:
+            return 0
+        admitted = 0
+        for uid in sorted(self._group_members.get((namespace, name), ()), key=self._first_seen.__getitem__):
+            if self._where.get(uid) != UNSCHEDULABLE:
+                continue
+            info = self._infos[uid]
+            if uid in self._gated:
+                admitted += self._gate_or_activate(info)
+            elif GANG_SCHEDULING in info.unschedulable_plugins:
+                # A gang rejected as a whole: a new pod of it, or a changed minCount, may let it fit.
+                self._requeue(info)
+                admitted += 1
+        return admitted
+
+    def take_group_members(self, namespace: str, name: str) -> list[QueuedPodInfo]:
+        """Pop the group's other queued pods (active, backing off or unschedulable, not gated) to
+        schedule them with the one just popped: upstream pops a pod group as one entity. Each is in
+        flight with one more attempt; returned in queue order."""
+        taken: list[QueuedPodInfo] = []
+        for uid in self._group_members.get((namespace, name), ()):
+            if self._where.get(uid) not in (ACTIVE, BACKOFF, UNSCHEDULABLE) or uid in self._gated:
+                continue
+            info = self._infos[uid]
+            self._place(uid, IN_FLIGHT)
+            self._entry_seq.pop(uid, None)
+            info.attempts += 1
+            if info.initial_attempt_timestamp is None:
+                info.initial_attempt_timestamp = self.clock()
+            self._in_flight.begin(uid)
+            taken.append(info)
+        taken.sort(key=lambda i: (-i.priority, i.timestamp, i.stamp))
+        return taken
 
     def update(self, old: Pod, new: Pod) -> None:
         """Update a pending pod in place; an unschedulable pod whose spec changed is retried."""
@@ -238,6 +316,11 @@ class SchedulingQueue:
         self.on_event(PodEvent(ASSIGNED_POD_DELETE, pod, None), pre_check=lambda other: other.priority <= priority)
 
     def delete(self, pod: Pod) -> None:
+        if self.pre_enqueue is not None and pod.spec.pod_group_name is not None:
+            self._gated.pop(pod.uid, None)
+            members = self._group_members.get((pod.namespace, pod.spec.pod_group_name))
+            if members is not None:
+                members.discard(pod.uid)
         known = self._infos.pop(pod.uid, None) is not None
         self._forget(pod.uid)
         self._entry_seq.pop(pod.uid, None)
@@ -318,8 +401,12 @@ class SchedulingQueue:
         """The pod left the scheduling cycle bound (or deleted): forget it."""
         self._in_flight.end(uid)
         if self._where.get(uid) == IN_FLIGHT:
-            self._infos.pop(uid, None)
+            info = self._infos.pop(uid, None)
             self._forget(uid)
+            if self.pre_enqueue is not None and info is not None and info.pod.spec.pod_group_name is not None:
+                members = self._group_members.get((info.pod.namespace, info.pod.spec.pod_group_name))
+                if members is not None:
+                    members.discard(uid)
 
     def add_unschedulable_if_not_present(
         self, info: QueuedPodInfo, rejector_plugins: set[str], error: bool = False, message: str = ""
@@ -363,6 +450,8 @@ class SchedulingQueue:
             info = self._infos[uid]
             if pre_check is not None and not pre_check(info.pod):
                 continue
+            if uid in self._gated:  # PreEnqueue would refuse it again; its group's changes move it
+                continue
             if any(plugin_cares(hints, plugin, event, info.pod_info) for plugin in info.unschedulable_plugins):
                 self._requeue(info)
                 moved += 1
@@ -374,6 +463,8 @@ class SchedulingQueue:
         moved = 0
         for uid in self._unschedulable_in_order():
             info = self._infos[uid]
+            if uid in self._gated:
+                continue
             if now - info.unschedulable_since > self.max_in_unschedulable:
                 self._requeue(info)
                 moved += 1
@@ -390,10 +481,14 @@ class SchedulingQueue:
     # --- introspection ------------------------------------------------------------------------
 
     def pending_counts(self) -> dict[str, int]:
-        counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0}
+        counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0, GATED: 0}
         # A copy first: a metrics scrape reads this from another thread while the loop changes it.
         for where in list(self._where.values()):
             counts[where] += 1
+        if self._gated:
+            gated = sum(1 for uid in list(self._gated) if self._where.get(uid) == UNSCHEDULABLE)
+            counts[GATED] = gated
+            counts[UNSCHEDULABLE] -= gated
         return counts
 
     def next_backoff_expiry(self) -> float | None:

@@ -210,11 +210,14 @@ class SchedulingAlgorithm:
         pdbs: Sequence[PodDisruptionBudget],
         nominator: PodNominator | None,
         now: float,
+        post_filter: bool = True,
     ) -> CycleResult:
+        """One cycle for `pod`. `post_filter=False` is schedulingAlgorithm without the PostFilter
+        that schedulingCycle runs after it: a pod-group cycle calls preemption for the whole group."""
         evaluation = self.columns.evaluation(pod, snapshot) if self.columns is not None and len(snapshot) else None
         if evaluation is None:
             evaluation = NodeByNode(self.framework, pod, snapshot)
-        return self.run_cycle(evaluation, pod, snapshot, pdbs, nominator, now)
+        return self.run_cycle(evaluation, pod, snapshot, pdbs, nominator, now, post_filter)
 
     def schedule_on_columns(
         self,
@@ -239,6 +242,7 @@ class SchedulingAlgorithm:
         pdbs: Sequence[PodDisruptionBudget],
         nominator: PodNominator | None,
         now: float,
+        post_filter: bool = True,
     ) -> CycleResult:
         """schedulePod: findNodesThatFitPod, then prioritizeNodes and selectHost, or PostFilter."""
         if len(snapshot) == 0:
@@ -246,7 +250,9 @@ class SchedulingAlgorithm:
         outcome = evaluation.pre_filter()
         if outcome.status is not None:
             fit_error = FitError(len(snapshot), NodeToStatus(outcome.status), outcome.status.message)
-            return self._failed(evaluation, pod, fit_error, outcome.rejector_plugins, snapshot, pdbs, nominator, now)
+            return self._failed(
+                evaluation, pod, fit_error, outcome.rejector_plugins, snapshot, pdbs, nominator, now, post_filter
+            )
 
         # A pod nominated by an earlier preemption tries its nominated node first.
         nominated = pod.status.nominated_node_name
@@ -266,7 +272,7 @@ class SchedulingAlgorithm:
         if not feasible:
             diagnosis, rejectors = evaluation.diagnosis()
             fit_error = FitError(len(snapshot), diagnosis)
-            return self._failed(evaluation, pod, fit_error, rejectors, snapshot, pdbs, nominator, now)
+            return self._failed(evaluation, pod, fit_error, rejectors, snapshot, pdbs, nominator, now, post_filter)
         if len(feasible) == 1:
             return CycleResult(pod, feasible[0], processed, 1)
         scores = evaluation.scores()
@@ -284,10 +290,11 @@ class SchedulingAlgorithm:
         pdbs: Sequence[PodDisruptionBudget],
         nominator: PodNominator | None,
         now: float,
+        post_filter: bool = True,
     ) -> CycleResult:
         """No node fits: the FitError, then the PostFilter plugins' answer, their message last in it."""
         result = CycleResult(pod, fit_error=fit_error, rejector_plugins=rejectors)
-        if self.framework.post_filter_plugins:
+        if post_filter and self.framework.post_filter_plugins:
             cluster = ClusterView(snapshot, pdbs, nominator, now)
             state = evaluation.post_filter_state()
             answer, status = self.framework.run_post_filter_plugins(state, pod, fit_error.node_to_status, cluster)

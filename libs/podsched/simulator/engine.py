@@ -18,7 +18,7 @@ from typing import Any
 from podsched.admission.resource_quota import QuotaAdmissionConfig
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, load_documents
-from podsched.api.types import Pod
+from podsched.api.types import Pod, PodGroup
 from podsched.cluster.binder import BindError
 from podsched.cluster.events import NAMESPACED
 from podsched.cluster.failure import record_scheduling_failure
@@ -28,6 +28,7 @@ from podsched.plugins.registry import build_algorithm
 from podsched.preemption.evaluator import DryRunExecutor
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
+from podsched.scheduler.pod_group_scheduler import PodGroupScheduling, actuate_pod_group_result
 from podsched.scheduler.profile import AlgorithmProfiles, only_responsible
 from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 
@@ -84,8 +85,13 @@ class Simulator:
         clock = self.clock
         # The binder's admission, ResourceQuota included (`admission`: the --admission-config file).
         self.cluster = Cluster(clock, quota_admission=admission, keep_history=True)
+        # GenericWorkload: GangScheduling's PreEnqueue holds a gang's pods until minCount exist.
+        self.pod_groups = PodGroupScheduling(self.cluster, self.config) if self.config.generic_workload else None
         self.queue = sq.SchedulingQueue(
-            clock, self.config.pod_initial_backoff_seconds, self.config.pod_max_backoff_seconds
+            clock,
+            self.config.pod_initial_backoff_seconds,
+            self.config.pod_max_backoff_seconds,
+            pre_enqueue=self.pod_groups.pre_enqueue if self.pod_groups is not None else None,
         )
         run_offset = offset or (lambda n: 0)
 
@@ -184,6 +190,8 @@ class Simulator:
         if algorithm is None:  # never queued (only_responsible); kept for a pod changed meanwhile
             self.queue.done(info.pod.uid)
             return None
+        if self.pod_groups is not None and (group := self.pod_groups.group_of(pod)) is not None:
+            return self._schedule_pod_group(self.pod_groups, info, group, algorithm)
         snapshot = self.cluster.snapshot()
         result = algorithm.schedule(pod, snapshot, self.cluster.pdb_list(), self.queue.nominator, self.now)
         log = CycleLog(self.now, f"{pod.namespace}/{pod.name}", info.attempts)
@@ -198,6 +206,48 @@ class Simulator:
         self._handle_failure(info, pod, result, log)
         self.cycles.append(log)
         return log
+
+    def _schedule_pod_group(
+        self,
+        pod_groups: PodGroupScheduling,
+        popped: sq.QueuedPodInfo,
+        group: PodGroup,
+        algorithm: SchedulingAlgorithm,
+    ) -> CycleLog | None:
+        """scheduleOnePodGroup: the popped pod and its group's other queued pods in one pod-group
+        cycle; a group that can be placed binds its placed pods together, otherwise none binds and
+        each pod learns why. Returns the popped pod's log."""
+        infos = [popped, *self.queue.take_group_members(group.namespace, group.name)]
+        infos.sort(key=lambda i: (-i.priority, i.timestamp, i.stamp))
+        queued: list[tuple[sq.QueuedPodInfo, Pod]] = []
+        for info in infos:
+            # skipPodGroupPodSchedule: pods deleted, being deleted or bound meanwhile drop out.
+            pod = self.cluster.pods_by_uid.get(info.pod.uid)
+            if pod is None or pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
+                self.queue.done(info.pod.uid)
+            else:
+                queued.append((info, pod))
+        if not queued:
+            return None
+        snapshot = self.cluster.snapshot()
+        pods = [pod for _, pod in queued]
+        result = pod_groups.schedule(
+            algorithm, group, pods, snapshot, self.cluster.pdb_list(), self.queue.nominator, self.now
+        )
+        writes = actuate_pod_group_result(self.cluster, result, self.now)
+        popped_log: CycleLog | None = None
+        for (info, pod), write in zip(queued, writes, strict=True):
+            log = CycleLog(self.now, f"{pod.namespace}/{pod.name}", info.attempts, write.node_name, write.message)
+            log.nominated = write.nominated_node_name
+            self.cycles.append(log)
+            if info is popped:
+                popped_log = log
+            if not write.node_name:
+                fresh = self.queue.info(pod.uid)
+                self.queue.add_unschedulable_if_not_present(
+                    fresh or info, set(write.rejector_plugins), error=write.error, message=write.message
+                )
+        return popped_log
 
     def _handle_failure(self, info: sq.QueuedPodInfo, pod: Pod, result: CycleResult, log: CycleLog) -> None:
         """Actuate preemption, then the failure handler: nominatedNodeName, PodScheduled=False,
@@ -260,4 +310,7 @@ class Simulator:
         workloads = [encode_object(w) for kind in self.cluster.workloads.values() for w in kind.values()]
         if workloads:
             out["workloads"] = workloads
+        # PodGroups as they ended, with the scheduler's PodGroupInitiallyScheduled condition.
+        if self.cluster.pod_groups:
+            out["podGroups"] = [encode_object(group) for group in self.cluster.pod_groups.values()]
         return out

@@ -33,22 +33,68 @@ def pod_status_word(pod: dict[str, Any]) -> str:
     return str(pod.get("status", {}).get("phase", "Pending"))
 
 
+def _group_of(pod: dict[str, Any]) -> str:
+    return str((pod.get("spec", {}).get("schedulingGroup") or {}).get("podGroupName") or "")
+
+
+def _pod_group_rows(result: dict[str, Any]) -> list[list[str]]:
+    """One row per PodGroup: its policy and minCount, how many of its pods are bound, and the
+    PodGroupInitiallyScheduled condition's status and message."""
+    rows = []
+    for group in result.get("podGroups", []):
+        meta, spec = group.get("metadata", {}), group.get("spec", {})
+        namespace, name = meta.get("namespace", ""), meta.get("name", "")
+        gang = (spec.get("schedulingPolicy") or {}).get("gang")
+        members = [
+            p
+            for p in result["pods"]
+            if _group_of(p) == name
+            and p.get("metadata", {}).get("namespace") == namespace
+            and not p.get("metadata", {}).get("deletionTimestamp")
+        ]
+        bound = sum(1 for p in members if p.get("spec", {}).get("nodeName"))
+        conditions = {c.get("type"): c for c in (group.get("status") or {}).get("conditions") or []}
+        scheduled = conditions.get("PodGroupInitiallyScheduled")
+        state = "Pending"
+        if scheduled is not None:
+            state = "Scheduled" if scheduled.get("status") == "True" else str(scheduled.get("reason", ""))
+        rows.append(
+            [
+                namespace,
+                name,
+                "Gang" if gang is not None else "Basic",
+                str(gang.get("minCount", "")) if gang is not None else "<none>",
+                f"{bound}/{len(members)}",
+                state,
+                str(scheduled.get("message", ""))
+                if scheduled is not None and scheduled.get("status") != "True"
+                else "",
+            ]
+        )
+    return rows
+
+
 def render_table(result: dict[str, Any]) -> str:
     lines: list[str] = []
     rows = []
+    grouped = any(_group_of(pod) for pod in result["pods"])
     for pod in result["pods"]:
         meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status", {})
-        rows.append(
-            [
-                meta.get("namespace", ""),
-                meta.get("name", ""),
-                str(spec.get("priority", 0)),
-                pod_status_word(pod),
-                spec.get("nodeName") or "<none>",
-                status.get("nominatedNodeName") or "<none>",
-            ]
-        )
-    lines += _table(["NAMESPACE", "NAME", "PRIORITY", "STATUS", "NODE", "NOMINATED NODE"], rows)
+        row = [
+            meta.get("namespace", ""),
+            meta.get("name", ""),
+            str(spec.get("priority", 0)),
+            pod_status_word(pod),
+            spec.get("nodeName") or "<none>",
+            status.get("nominatedNodeName") or "<none>",
+        ]
+        rows.append([*row, _group_of(pod) or "<none>"] if grouped else row)
+    header = ["NAMESPACE", "NAME", "PRIORITY", "STATUS", "NODE", "NOMINATED NODE"]
+    lines += _table([*header, "POD GROUP"] if grouped else header, rows)
+    group_rows = _pod_group_rows(result)
+    if group_rows:
+        lines.append("")
+        lines += _table(["NAMESPACE", "POD GROUP", "POLICY", "MIN COUNT", "BOUND", "STATUS", "MESSAGE"], group_rows)
     if result["events"]:
         lines.append("")
         start = parse_timestamp(result["events"][0]["eventTime"])
