@@ -519,8 +519,24 @@ def _protection(client: Any, pod: Mapping[str, Any], events: list[dict[str, Any]
         found = read(resource, str(related[-1]["name"]), str(related[-1].get("namespace") or ""))
         preemptor = found[0] if found else None
     group_name = str((spec.get("schedulingGroup") or {}).get("podGroupName") or "")
-    groups = read("podgroups", group_name, str(meta.get("namespace") or "default")) if group_name else []
-    return Protection(classes[0] if classes else None, pdbs, preemptor, groups[0] if groups else None)
+    if not group_name:
+        return Protection(classes[0] if classes else None, pdbs, preemptor)
+    namespace = str(meta.get("namespace") or "default")
+    groups = read("podgroups", group_name, namespace)
+    members = [
+        p
+        for p in read("pods", "", namespace)
+        if str(((p.get("spec") or {}).get("schedulingGroup") or {}).get("podGroupName") or "") == group_name
+        and (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    ]
+    return Protection(
+        classes[0] if classes else None,
+        pdbs,
+        preemptor,
+        pod_group_read=True,
+        pod_group=groups[0] if groups else None,
+        pod_group_pods=len(members),
+    )
 
 
 # --- events -------------------------------------------------------------------------------------------

@@ -552,7 +552,7 @@ def dry_run_lines(outcome: api_pb2.DryRunOutcome) -> list[str]:
     protected or PDB-covered pods would or would not be preempted."""
     because = [f"    {line}" for line in outcome.explanations]
     if outcome.node_name:
-        return [f"  would bind to node {outcome.node_name}"]
+        return [f"  would bind to node {outcome.node_name}", *because]
     if outcome.nominated_node_name:
         victims = ", ".join(_reference_name(victim) for victim in outcome.victims)
         after = f" after preempting {victims}" if victims else ""
@@ -775,8 +775,9 @@ _STRICT_PDB_RE = re.compile(r"Preemption would violate PodDisruptionBudgets? (.+
 _BY_POD_RE = re.compile(r"Preempted by pod (\S+)")
 
 
-def scheduling_summary(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> str:
-    """One sentence on where the pod stands and why, from its state and its events."""
+def scheduling_summary(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]], waiting: str = "") -> str:
+    """One sentence on where the pod stands and why, from its state and its events (`waiting`: why
+    PreEnqueue holds it back, for a pod never attempted)."""
     meta, spec, status = _meta(pod), _section(pod, "spec"), _section(pod, "status")
     preempted = _latest(events, ("Preempted",))
     if preempted is not None:
@@ -802,16 +803,16 @@ def scheduling_summary(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any
         return f"Nominated to node {status['nominatedNodeName']} (waiting for victims to terminate)"
     latest = _latest(events, ("FailedScheduling", "NominationCleared"))
     if latest is None:
-        return "Pending: no scheduling attempt recorded yet"
+        return f"Pending: {waiting}" if waiting else "Pending: no scheduling attempt recorded yet"
     if latest.get("reason") == "NominationCleared":
         return str(latest.get("message", "")).strip()
     return f"Pending: {str(latest.get('message', '')).strip()}"
 
 
-def scheduling_lines(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) -> list[str]:
+def scheduling_lines(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]], waiting: str = "") -> list[str]:
     """The Scheduling section: where the pod stands, and, for a pending pod that lost its nomination,
     why it was cleared (its later attempts' FailedScheduling would otherwise hide that)."""
-    lines = [scheduling_summary(pod, events)]
+    lines = [scheduling_summary(pod, events, waiting)]
     if _section(pod, "spec").get("nodeName") or _section(pod, "status").get("nominatedNodeName"):
         return lines
     lines += strict_pdb_lines(_latest(events, ("FailedScheduling",)))
@@ -857,6 +858,28 @@ class Protection:
     pdbs: Sequence[Mapping[str, Any]] = ()
     preemptor: Mapping[str, Any] | None = None  # a Pod, or a PodGroup (pod-group preemption)
     pod_group: Mapping[str, Any] | None = None  # the PodGroup the pod belongs to (GenericWorkload)
+    # For a pod naming a PodGroup: whether the group was read (`pod_group` None then means it does
+    # not exist) and how many pods of its namespace name it (what GangScheduling's PreEnqueue counts).
+    pod_group_read: bool = False
+    pod_group_pods: int = 0
+
+
+def pod_group_wait(pod: Mapping[str, Any], protection: Protection | None) -> str:
+    """Why GangScheduling's PreEnqueue holds a pod of a PodGroup back (GenericWorkload), in its
+    words, with the count it compares; "" when it would not (or nothing was read to tell)."""
+    name = _section(_section(pod, "spec"), "schedulingGroup").get("podGroupName")
+    if not name or protection is None or not protection.pod_group_read:
+        return ""
+    group = protection.pod_group
+    if group is None:
+        return f"waiting for pods's pod group {json.dumps(name)} to appear in scheduling queue"
+    gang = _section(_section(group, "spec"), "schedulingPolicy").get("gang")
+    if isinstance(gang, dict) and protection.pod_group_pods < int(gang.get("minCount", 0)):
+        return (
+            "waiting for minCount pods from a gang to appear in scheduling queue "
+            f"({protection.pod_group_pods} of minCount {gang.get('minCount')} pods exist)"
+        )
+    return ""
 
 
 def _decoded(document: Mapping[str, Any] | None, kind: type[Any]) -> Any:
@@ -1000,7 +1023,8 @@ def describe_pod(
             if detailed:
                 cells += [str(condition.get("reason", "")), str(condition.get("message", ""))]
             lines.append("  " + "\t".join(cells))
-    lines += ["Scheduling:", *(f"  {line}" for line in scheduling_lines(pod, events))]
+    waiting = pod_group_wait(pod, protection)
+    lines += ["Scheduling:", *(f"  {line}" for line in scheduling_lines(pod, events, waiting))]
     if protection is not None:
         lines += [f"  {line}" for line in protection_lines(pod, events, protection, now)]
     lines += _event_lines(events, now)

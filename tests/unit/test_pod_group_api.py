@@ -354,3 +354,40 @@ def test_get_and_describe_show_the_policy_the_members_and_why_the_group_waits() 
     assert "waiting for minCount" in text
     pod_text = output.describe_pod(pods[0], [], NOW)
     assert "SchedulingGroup:" in pod_text and f"PodGroupName:  {GROUP}" in pod_text
+
+
+def test_describe_says_why_preenqueue_holds_a_gang_pod_back() -> None:
+    pod = {**pod_doc("a", {"podGroupName": GROUP}), "metadata": {"name": "a", "namespace": "default"}}
+    missing = output.Protection(pod_group_read=True)
+    assert 'Pending: waiting for pods\'s pod group "trainers" to appear in scheduling queue' in output.describe_pod(
+        pod, [], NOW, missing
+    )
+    short = output.Protection(pod_group_read=True, pod_group=pod_group_doc(), pod_group_pods=2)
+    assert (
+        "Pending: waiting for minCount pods from a gang to appear in scheduling queue (2 of minCount 3 pods exist)"
+        in output.describe_pod(pod, [], NOW, short)
+    )
+    complete = output.Protection(pod_group_read=True, pod_group=pod_group_doc(), pod_group_pods=3)
+    assert "Pending: no scheduling attempt recorded yet" in output.describe_pod(pod, [], NOW, complete)
+
+
+def test_simulate_table_shows_groups_and_leaves_groupless_output_as_it_was() -> None:
+    from podsched.simulator.output import render_table
+
+    group = pod_group_doc(namespace="default")
+    group["status"] = {
+        "conditions": [
+            {
+                "type": CONDITION_POD_GROUP_INITIALLY_SCHEDULED,
+                "status": "False",
+                "reason": "Unschedulable",
+                "message": "m",
+            }
+        ]
+    }
+    member = {**pod_doc("a", {"podGroupName": GROUP}), "metadata": {"name": "a", "namespace": "default"}}
+    text = render_table({"pods": [member], "events": [], "rejected": [], "podGroups": [group]})
+    assert "POD GROUP" in text.splitlines()[0]
+    assert text.splitlines()[-1].split() == ["default", GROUP, "Gang", "3", "0/1", "Unschedulable", "m"]
+    plain = {**pod_doc("b", None), "metadata": {"name": "b", "namespace": "default"}}
+    assert "POD GROUP" not in render_table({"pods": [plain], "events": [], "rejected": []})
