@@ -32,12 +32,18 @@ from prometheus_client import Counter, Histogram
 from podsched.api.documents import parse_json
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
-from podsched.api.types import KIND_POD
+from podsched.api.types import KIND_POD, ObjectMeta, Pod
 from podsched.cluster import events as ev
 from podsched.cluster.binder import BindError
 from podsched.cluster.failure import record_scheduling_failure
 from podsched.cluster.state import Cluster
 from podsched.cluster.store import ADDED, REMOVED, Change
+from podsched.framework.status import Code, Status
+from podsched.scheduler.pod_group_scheduler import (
+    PodGroupWrite,
+    actuate_pod_group_result,
+    recorded_pod_group_result,
+)
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_service import telemetry
 from podsched_service.codec import (
@@ -567,6 +573,58 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
 
         results, (version, sequence) = await self._run(context, bind_all)
         return binder_pb2.BindResponse(results=results, resource_version=version, event_sequence=sequence)
+
+    async def RecordPodGroupResult(
+        self, request: binder_pb2.RecordPodGroupResultRequest, context: grpc.aio.ServicerContext
+    ) -> Any:
+        """A pod-group cycle's writes, one operation of the write loop, so one transaction: the gang
+        binds whole or not at all, even if the binder dies right after (crash-only)."""
+        writes = [
+            PodGroupWrite(
+                Pod(ObjectMeta(name="", uid=p.pod_uid)),
+                node_name=p.node_name,
+                message=p.message,
+                nominated_node_name=p.nominated_node_name,
+                rejector_plugins=frozenset(p.rejector_plugins),
+                error=p.error,
+            )
+            for p in request.pods
+        ]
+
+        def record(cluster: Cluster) -> list[PodGroupWrite]:
+            self.binder.admit_leader(request.leader_epoch)
+            with telemetry.tracer().start_as_current_span("record pod group result") as span:
+                span.set_attributes(
+                    {
+                        "podsched.pod_group.name": f"{request.namespace}/{request.name}",
+                        "podsched.pod_group.size": len(request.pods),
+                        "podsched.pod_group.scheduled": request.code == 0,
+                        "podsched.victims": list(request.victim_uids),
+                    }
+                )
+                status = Status(Code(request.code), [request.message] if request.message else [])
+                result = recorded_pod_group_result(
+                    cluster,
+                    request.namespace,
+                    request.name,
+                    status,
+                    request.waiting_on_preemption,
+                    writes,
+                    list(request.victim_uids),
+                )
+                done = actuate_pod_group_result(cluster, result, cluster.clock())
+                bound = sum(1 for write in done if write.node_name)
+                span.set_attribute("podsched.pod_group.bound", bound)
+                BINDS.labels("bound").inc(bound)
+                return done
+
+        done, (version, sequence) = await self._run(context, record)
+        placed = sum(1 for p in request.pods if p.node_name)
+        bound_uids = [write.pod.uid for write in done if write.node_name]
+        bind_error = "" if len(bound_uids) == placed else next((w.message for w in done if not w.node_name), "")
+        return binder_pb2.RecordPodGroupResultResponse(
+            bound_pod_uids=bound_uids, bind_error=bind_error, resource_version=version, event_sequence=sequence
+        )
 
     async def RecordFailure(self, request: binder_pb2.RecordFailureRequest, context: grpc.aio.ServicerContext) -> Any:
         def record(cluster: Cluster) -> None:

@@ -33,6 +33,7 @@ from podsched.preemption.explain import explain_preemption
 from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims, VictimPolicy
 from podsched.scheduler.fit_error import FitError
+from podsched.scheduler.pod_group_scheduler import PodGroupScheduling
 from podsched.scheduler.profile import Profiles
 from podsched.scheduler.schedule_one import SchedulingAlgorithm
 from podsched_proto.filter.v1 import filter_pb2
@@ -93,6 +94,12 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         )
         # Each pod is decided by its own profile's (spec.schedulerName).
         self.profiles = Profiles(self.scheduler_config, self._build)
+        # GenericWorkload: pod-group cycles (SchedulePodGroup) on this copy; None with the gate off.
+        self.pod_groups = (
+            PodGroupScheduling(self.copy.cluster, self.scheduler_config)
+            if self.scheduler_config.generic_workload
+            else None
+        )
         self.pool: WorkerPool | None = None
         if config.workers > 0:
             self.pool = WorkerPool(
@@ -161,6 +168,67 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         except (TimeoutError, RuntimeError) as error:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"preemption dry run failed: {error}")
         RUN_PODS.observe(len(response.decisions))
+        return response
+
+    async def SchedulePodGroup(
+        self, request: preemption_pb2.SchedulePodGroupRequest, context: grpc.aio.ServicerContext
+    ) -> Any:
+        """One pod-group cycle on this copy (podsched.scheduler.pod_group_cycle), with pod-group
+        preemption where the pods' profile enables DefaultPreemption. Writes nothing."""
+        if self.pod_groups is None:
+            await context.abort(
+                grpc.StatusCode.FAILED_PRECONDITION, "pod groups are scheduled only with the GenericWorkload gate on"
+            )
+            raise AssertionError("unreachable: abort raises")
+        await self.copy.catch_up(request.min_resource_version, context)
+        cluster = self.copy.cluster
+        group = cluster.pod_groups.get((request.namespace, request.name))
+        if group is None:
+            await context.abort(grpc.StatusCode.NOT_FOUND, f'podgroups.scheduling.k8s.io "{request.name}" not found')
+            raise AssertionError("unreachable: abort raises")
+        pods = [await self._lookup(ref, context) for ref in request.pods]
+        profile = self.profiles.for_pod(pods[0]) if pods else None
+        if profile is None:
+            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no profile schedules the group's pods")
+            raise AssertionError("unreachable: abort raises")
+        span = trace.get_current_span()
+        span.set_attributes(
+            {
+                "podsched.pod_group.name": f"{group.namespace}/{group.name}",
+                "podsched.pod_group.size": len(pods),
+                "podsched.pod_group.min_count": group.min_count,
+                "podsched.pod_group.policy": group.scheduling_policy,
+            }
+        )
+        with self.copy.assumed_nominations(request.assumed_nominations):
+            result = self.pod_groups.schedule(
+                profile.algorithm,
+                group,
+                pods,
+                cluster.snapshot(),
+                cluster.pdb_list(),
+                self.copy.nominator,
+                self.clock(),
+            )
+        span.set_attribute("podsched.pod_group.scheduled", result.scheduled)
+        response = preemption_pb2.SchedulePodGroupResponse(
+            code=int(result.status.code),
+            message=result.status.message,
+            waiting_on_preemption=result.waiting_on_preemption,
+            resource_version=self.copy.replica.version,
+        )
+        if result.waiting_on_preemption and result.preemption is not None:
+            response.victim_uids.extend(victim.uid for victim in result.preemption.victims)
+        for ref, pod_result in zip(request.pods, result.pods, strict=True):
+            response.pods.add(
+                pod_uid=pod_result.pod.uid,
+                node_name=pod_result.node_name,
+                message=pod_result.message,
+                rejector_plugins=sorted(pod_result.rejector_plugins),
+                error=pod_result.error,
+                nominated_node_name=pod_result.nominated_node_name,
+                trace_context=ref.trace_context,
+            )
         return response
 
     async def _lookup(self, ref: filter_pb2.PodToPlace, context: grpc.aio.ServicerContext) -> Pod:

@@ -193,7 +193,30 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         return api_pb2.ApplyResponse(action=written.action, object_json=written.object_json)
 
     async def _predict(self, pod: Pod, context: grpc.aio.ServicerContext) -> api_pb2.DryRunOutcome:
-        """Filter, then PostFilter, for a pod that is not stored: where it would go now."""
+        """Filter, then PostFilter, for a pod that is not stored: where it would go now. A pod of a
+        PodGroup (GenericWorkload) that GangScheduling's PreEnqueue would hold back says why; one it
+        would let in is predicted alone, with a line saying it binds with its group or not at all."""
+        service = self.service
+        explanations: list[str] = []
+        if service.pod_groups is not None and (group := service.pod_groups.group_of(pod)) is not None:
+            held = service.pod_groups.gang.pre_enqueue(pod, unstored=True)
+            if held is not None:
+                return api_pb2.DryRunOutcome(message=held.message)
+            if group.is_gang:
+                size = service.pod_groups.pod_groups.all_pods_count(group.namespace, group.name) + 1
+                explanations.append(
+                    f"scheduled with pod group {group.namespace}/{group.name} ({size} pods, minCount "
+                    f"{group.min_count}): all of them bind together or none does"
+                )
+        elif service.pod_groups is not None and pod.spec.pod_group_name is not None:
+            held = service.pod_groups.gang.pre_enqueue(pod, unstored=True)
+            if held is not None:
+                return api_pb2.DryRunOutcome(message=held.message)
+        outcome = await self._predict_alone(pod, context)
+        outcome.explanations.extend(explanations)
+        return outcome
+
+    async def _predict_alone(self, pod: Pod, context: grpc.aio.ServicerContext) -> api_pb2.DryRunOutcome:
         service = self.service
         pod.metadata.uid = pod.metadata.uid or DRY_RUN_UID
         ref = filter_pb2.PodToPlace(pod_json=to_json(pod))

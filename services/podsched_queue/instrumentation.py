@@ -15,7 +15,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Link, Span, StatusCode
 from prometheus_client import Counter, Gauge, Histogram
 
-from podsched.api.types import KIND_POD
+from podsched.api.types import KIND_POD, PodGroup
 from podsched.cluster import events as ev
 from podsched.cluster.store import ADDED, REMOVED, Change
 from podsched.queue import scheduling_queue as sq
@@ -48,7 +48,7 @@ PENDING_PODS = Gauge(
     "number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods.",
     ["queue"],
 )
-QUEUE_LABELS = {sq.ACTIVE: "active", sq.BACKOFF: "backoff", sq.UNSCHEDULABLE: "unschedulable"}
+QUEUE_LABELS = {sq.ACTIVE: "active", sq.BACKOFF: "backoff", sq.UNSCHEDULABLE: "unschedulable", sq.GATED: "gated"}
 
 
 def report_pending_pods(queue: sq.SchedulingQueue) -> None:
@@ -84,6 +84,17 @@ class AttemptTelemetry:
         )
         span.set_attribute("podsched.attempt", attempt.info.attempts)
         self.spans[attempt] = span
+
+    def in_pod_group(self, attempt: Attempt, group: PodGroup, size: int) -> None:
+        """The attempt is one of a pod-group cycle: the group's name, size and policy on its span."""
+        self.spans[attempt].set_attributes(
+            {
+                "podsched.pod_group.name": f"{group.namespace}/{group.name}",
+                "podsched.pod_group.size": size,
+                "podsched.pod_group.min_count": group.min_count,
+                "podsched.pod_group.policy": group.scheduling_policy,
+            }
+        )
 
     @contextlib.contextmanager
     def batch(self, attempts: list[Attempt]) -> Iterator[None]:

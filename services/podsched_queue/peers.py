@@ -68,6 +68,11 @@ class PreemptionClient:
     ) -> preemption_pb2.PostFilterRunResponse:
         return await self.stub.PostFilterRun(request, timeout=RPC_TIMEOUT)
 
+    async def schedule_pod_group(
+        self, request: preemption_pb2.SchedulePodGroupRequest
+    ) -> preemption_pb2.SchedulePodGroupResponse:
+        return await self.stub.SchedulePodGroup(request, timeout=RPC_TIMEOUT)
+
 
 class BinderClient:
     """scheduler.Binder over the binder service; every decision carries the leader epoch the queue
@@ -84,3 +89,9 @@ class BinderClient:
     async def record_failure(self, request: binder_pb2.RecordFailureRequest) -> binder_pb2.RecordFailureResponse:
         request.leader_epoch = self.leader_epoch()
         return await self.stub.RecordFailure(request, timeout=RPC_TIMEOUT)
+
+    async def record_pod_group_result(
+        self, request: binder_pb2.RecordPodGroupResultRequest
+    ) -> binder_pb2.RecordPodGroupResultResponse:
+        request.leader_epoch = self.leader_epoch()
+        return await self.stub.RecordPodGroupResult(request, timeout=RPC_TIMEOUT)

@@ -18,9 +18,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from podsched.api.types import Pod
+from podsched.api.types import Pod, PodGroup
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.queue import scheduling_queue as sq
+from podsched.scheduler.pod_group_scheduler import group_rejectors
 from podsched_proto.binder.v1 import binder_pb2
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_proto.preemption.v1 import preemption_pb2
@@ -58,11 +59,19 @@ class Preemption(Protocol):
         self, request: preemption_pb2.PostFilterRunRequest
     ) -> preemption_pb2.PostFilterRunResponse: ...
 
+    async def schedule_pod_group(
+        self, request: preemption_pb2.SchedulePodGroupRequest
+    ) -> preemption_pb2.SchedulePodGroupResponse: ...
+
 
 class Binder(Protocol):
     async def bind(self, request: binder_pb2.BindRequest) -> binder_pb2.BindResponse: ...
 
     async def record_failure(self, request: binder_pb2.RecordFailureRequest) -> binder_pb2.RecordFailureResponse: ...
+
+    async def record_pod_group_result(
+        self, request: binder_pb2.RecordPodGroupResultRequest
+    ) -> binder_pb2.RecordPodGroupResultResponse: ...
 
 
 class WrittenLog(Protocol):
@@ -92,6 +101,7 @@ class SchedulingObserver(Protocol):
     def fit_nowhere(self, attempt: Attempt, placement: filter_pb2.Placement) -> None: ...
     def stale_filter_result(self, attempt: Attempt) -> None: ...
     def decided(self, attempt: Attempt, decision: preemption_pb2.PostFilterResponse) -> None: ...
+    def in_pod_group(self, attempt: Attempt, group: PodGroup, size: int) -> None: ...
     def finished(self, attempt: Attempt) -> None: ...
 
 
@@ -109,6 +119,7 @@ class Scheduler:
         written: WrittenLog,
         clock: Clock,
         observer: SchedulingObserver,
+        pod_group_of: Callable[[Pod], PodGroup | None] | None = None,
     ) -> None:
         self.queue = queue
         self.pods_by_uid = pods_by_uid
@@ -120,6 +131,9 @@ class Scheduler:
         self.written = written
         self.clock = clock
         self.observer = observer
+        # GenericWorkload: the group a popped pod is scheduled with (None: the gate is off).
+        self.pod_group_of = pod_group_of
+        self._popped_group: PodGroup | None = None
         self.pipeline = BatchPipeline()
         self.wake = asyncio.Event()  # set when the replica applied something: pods may be ready
         self.cycles = 0
@@ -140,7 +154,10 @@ class Scheduler:
             self.queue.flush_unschedulable_leftover()
             self._last_flush = now
         batch = self.pop_batch()
-        if batch:
+        group, self._popped_group = self._popped_group, None
+        if batch and group is not None:
+            await self._schedule_or_back_off(batch, group)
+        elif batch:
             await self._schedule_or_back_off(batch)
         elif self.pipeline.settling is not None:
             await self._finish_settling()
@@ -158,9 +175,12 @@ class Scheduler:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.wake.wait(), timeout)
 
-    async def _schedule_or_back_off(self, batch: list[sq.QueuedPodInfo]) -> None:
+    async def _schedule_or_back_off(self, batch: list[sq.QueuedPodInfo], group: PodGroup | None = None) -> None:
         try:
-            await self.schedule_batch(batch)
+            if group is not None:
+                await self.schedule_pod_group(group, batch)
+            else:
+                await self.schedule_batch(batch)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # a peer is down or restarting: retry the pods with backoff
@@ -197,11 +217,97 @@ class Scheduler:
             self.queue.add_unschedulable_if_not_present(info, set(), error=True, message=str(error))
 
     def pop_batch(self) -> list[sq.QueuedPodInfo]:
-        """Up to batch_size pods, popped in queue order."""
+        """Up to batch_size pods, popped in queue order. A pod of a PodGroup (GenericWorkload) ends the
+        batch: it and its group's other queued pods are popped as one entity, alone, and the group is
+        kept for `run_once`; popped after other pods, it goes back to be first next time."""
         batch: list[sq.QueuedPodInfo] = []
         while len(batch) < self.batch_size and (info := self.queue.pop()) is not None:
+            group = self.pod_group_of(info.pod) if self.pod_group_of is not None else None
+            if group is not None:
+                if batch:
+                    self.queue.unpop(info)
+                    break
+                self._popped_group = group
+                return [info, *self.queue.take_group_members(group.namespace, group.name)]
             batch.append(info)
         return batch
+
+    # --- a pod group's cycle (GenericWorkload) -------------------------------------------------------
+
+    async def schedule_pod_group(self, group: PodGroup, infos: list[sq.QueuedPodInfo]) -> None:
+        """scheduleOnePodGroup: the group's popped pods in one pod-group cycle on the preemption
+        service (Filter and Score per pod with the earlier ones assumed, all or nothing for a gang,
+        pod-group preemption when it cannot be placed), then its writes in one binder transaction
+        (RecordPodGroupResult: the gang binds whole or not at all). The cycle runs on a view with
+        every earlier batch's binds and failures in the log."""
+        await self._finish_settling()
+        if self.pipeline.bind is not None:
+            await self._drain_bind()
+        attempts: list[Attempt] = []
+        for info in sorted(infos, key=lambda i: (-i.priority, i.timestamp, i.stamp)):
+            pod = self.pods_by_uid(info.pod.uid)
+            # skipPodGroupPodSchedule: pods gone, bound or being deleted meanwhile drop out.
+            if pod is None or pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
+                self.queue.done(info.pod.uid)
+                continue
+            attempt = Attempt(info, pod, self.clock.monotonic())
+            self.observer.started(attempt)
+            self.observer.in_pod_group(attempt, group, len(infos))
+            attempts.append(attempt)
+        if not attempts:
+            return
+        self.cycles += len(attempts)
+        try:
+            with self.observer.batch(attempts):
+                decided = await self.preemption.schedule_pod_group(
+                    preemption_pb2.SchedulePodGroupRequest(
+                        namespace=group.namespace,
+                        name=group.name,
+                        pods=[
+                            filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=self.observer.carrier(a))
+                            for a in attempts
+                        ],
+                        min_resource_version=self.written.view_version,
+                    )
+                )
+                for attempt, outcome in zip(attempts, decided.pods, strict=True):
+                    if outcome.node_name:
+                        attempt.bind_started()
+                    else:
+                        attempt.failure_sent()
+                written = await self.binder.record_pod_group_result(
+                    binder_pb2.RecordPodGroupResultRequest(
+                        namespace=group.namespace,
+                        name=group.name,
+                        code=decided.code,
+                        message=decided.message,
+                        waiting_on_preemption=decided.waiting_on_preemption,
+                        pods=decided.pods,
+                        victim_uids=decided.victim_uids,
+                    )
+                )
+                self.written.saw(written.resource_version, written.event_sequence)
+                await self.written.caught_up()
+            bound = set(written.bound_pod_uids)
+            scheduled = decided.code == 0 and not written.bind_error
+            rejected_together = group_rejectors(outcome.rejector_plugins for outcome in decided.pods)
+            for attempt, outcome in zip(attempts, decided.pods, strict=True):
+                self.observer.bind_answered(attempt, outcome.node_name, attempt.pod.uid in bound)
+                if attempt.pod.uid in bound:
+                    self._finish(attempt, SCHEDULED)
+                    continue
+                error = outcome.error or bool(written.bind_error)
+                rejectors = set(outcome.rejector_plugins) if scheduled else set(rejected_together)
+                fresh = self.queue.info(attempt.pod.uid)
+                if fresh is not None:
+                    self.queue.add_unschedulable_if_not_present(
+                        fresh, rejectors, error=error, message=written.bind_error or outcome.message
+                    )
+                self._finish(attempt, ERROR if error else UNSCHEDULABLE)
+        finally:
+            for attempt in attempts:
+                if attempt.state is not AttemptState.FINISHED:  # an exception cut its cycle short
+                    self._finish(attempt, ERROR)
 
     # --- a batch's cycles ----------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ import socket
 from podsched.cluster.state import Cluster
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
+from podsched.scheduler.pod_group_scheduler import PodGroupScheduling
 from podsched.scheduler.profile import only_responsible
 from podsched_proto.binder.v1 import binder_pb2_grpc
 from podsched_proto.filter.v1 import filter_pb2_grpc
@@ -48,10 +49,15 @@ class QueueService:
         self.cluster = Cluster(
             self.clock.time, authoritative=False, quota_admission=load_admission_config(config.admission_config)
         )
+        # GenericWorkload: GangScheduling's PreEnqueue holds a gang until minCount pods exist.
+        self.pod_groups = (
+            PodGroupScheduling(self.cluster, self.scheduler_config) if self.scheduler_config.generic_workload else None
+        )
         self.queue = sq.SchedulingQueue(
             self.clock.time,
             self.scheduler_config.pod_initial_backoff_seconds,
             self.scheduler_config.pod_max_backoff_seconds,
+            pre_enqueue=self.pod_groups.pre_enqueue if self.pod_groups is not None else None,
         )
         # Only pods some profile schedules are queued; the others are another scheduler's.
         self.cluster.listeners.append(only_responsible(self.scheduler_config, queue_feed(self.queue)))
@@ -92,6 +98,7 @@ class QueueService:
             written=self,
             clock=self.clock,
             observer=self.telemetry,
+            pod_group_of=self.pod_groups.group_of if self.pod_groups is not None else None,
         )
         self.replica.on_applied.append(self.scheduler.wake.set)
         self._loop_task: asyncio.Task[None] | None = None

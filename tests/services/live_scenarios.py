@@ -64,7 +64,9 @@ class LiveRun:
         disrupted = self.disrupted | {name for name, pod in pods.items() if disrupted_by_scheduler(pod)}
         reply = self.api.stub.Get(api_pb2.GetRequest(resource="jobs", namespace="default"), timeout=30)
         jobs = {job["metadata"]["name"]: job for job in map(json.loads, reply.objects_json)}
-        return Observed(pods, seen_events(self.api), list(self.rejected), disrupted, jobs)
+        reply = self.api.stub.Get(api_pb2.GetRequest(resource="podgroups", namespace="default"), timeout=30)
+        groups = {group["metadata"]["name"]: group for group in map(json.loads, reply.objects_json)}
+        return Observed(pods, seen_events(self.api), list(self.rejected), disrupted, jobs, groups)
 
 
 def run_live(scenario: Scenario, api: Api, stack: ServiceStack) -> Observed:
@@ -145,12 +147,16 @@ def busy_reason(
     wait_out_backoff: bool,
 ) -> str:
     """Why the system may still change on its own ("" if nothing would): a pod terminating, a pod in
-    activeQ or backoffQ, a pending pod that has not failed an attempt since it was stored, or one
-    whose backoff has not run out (then a later step would find it in backoffQ instead of where
-    simulate finds it: in simulate no time passes between a failure and the next file)."""
+    activeQ or backoffQ, a pending pod that has not failed an attempt since it was stored (beyond
+    those PreEnqueue holds back, scheduler_pending_pods{queue="gated"}: a gang waiting for its pods
+    is never attempted), or one whose backoff has not run out (then a later step would find it in
+    backoffQ instead of where simulate finds it: in simulate no time passes between a failure and
+    the next file)."""
     for queue in ("active", "backoff"):
         if value(samples, "scheduler_pending_pods", queue=queue):
             return f"{queue}Q is not empty"
+    gated = int(value(samples, "scheduler_pending_pods", queue="gated") or 0)
+    never_attempted: list[str] = []
     failures: dict[str, list[Any]] = {}
     for event in events:
         if event.reason == "FailedScheduling":
@@ -167,7 +173,10 @@ def busy_reason(
             continue
         failed = failures.get(metadata.get("uid", ""), [])
         if not failed:
-            return f"pod {name} is pending and has not failed an attempt yet"
+            never_attempted.append(name)
+            if len(never_attempted) > gated:
+                return f"pod {name} is pending and has not failed an attempt yet"
+            continue
         if not wait_out_backoff:
             continue
         attempts = sum(max(e.count, 1) for e in failed)
