@@ -446,11 +446,12 @@ class SchedulingQueue:
         self._in_flight.record(event)
         moved = 0
         hints = self.queueing_hints
+        gated = self._gated
         for uid in self._unschedulable_in_order():
             info = self._infos[uid]
             if pre_check is not None and not pre_check(info.pod):
                 continue
-            if uid in self._gated:  # PreEnqueue would refuse it again; its group's changes move it
+            if gated and uid in gated:  # PreEnqueue would refuse it again; its group's changes move it
                 continue
             if any(plugin_cares(hints, plugin, event, info.pod_info) for plugin in info.unschedulable_plugins):
                 self._requeue(info)
