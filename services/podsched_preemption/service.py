@@ -92,14 +92,14 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         self.copy = ClusterCopy(
             config.kafka_bootstrap_servers, config.topic_prefix, scheduler_config=self.scheduler_config
         )
-        # Each pod is decided by its own profile's (spec.schedulerName).
-        self.profiles = Profiles(self.scheduler_config, self._build)
         # GenericWorkload: pod-group cycles (SchedulePodGroup) on this copy; None with the gate off.
         self.pod_groups = (
             PodGroupScheduling(self.copy.cluster, self.scheduler_config)
             if self.scheduler_config.generic_workload
             else None
         )
+        # Each pod is decided by its own profile's (spec.schedulerName).
+        self.profiles = Profiles(self.scheduler_config, self._build)
         self.pool: WorkerPool | None = None
         if config.workers > 0:
             self.pool = WorkerPool(
@@ -121,6 +121,8 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         columns = algorithm.columns
         assert isinstance(columns, ColumnStrategy)  # build_algorithm's default
         self.copy.cluster.listeners.append(columns.track_changes())
+        if self.pod_groups is not None:  # GenericWorkload: preemption weighs pods with their groups
+            algorithm.framework.pod_groups = self.pod_groups.pod_groups
         return ProfilePostFilter(profile, algorithm, columns)
 
     async def start(self) -> None:

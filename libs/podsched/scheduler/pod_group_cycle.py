@@ -40,10 +40,10 @@ from podsched.api.types import (
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import PodNominator
 from podsched.framework.node_info import PodInfo, Snapshot
+from podsched.framework.pod_groups import PodGroupLister
 from podsched.framework.runtime import Framework
 from podsched.framework.status import Code, Status
 from podsched.plugins.gang_scheduling import PlacementProgress, placement_feasible
-from podsched.preemption.domain import PodGroupLister
 from podsched.preemption.pod_group_preemption import (
     PodGroupAssignments,
     PodGroupEvaluator,

@@ -129,11 +129,13 @@ def actuate_pod_group_result(cluster: Cluster, result: PodGroupResult, now: floa
         except BindError as error:
             bind_error = str(error)
     preemption = result.preemption
-    if result.waiting_on_preemption and preemption is not None and preemption.victims:
-        preemptor = next((r.pod for r in result.pods if r.nominated_node_name), result.pods[0].pod)
+    if result.waiting_on_preemption and preemption is not None and preemption.victims and result.pods:
+        scheduler_name = result.pods[0].pod.spec.scheduler_name
         for victim in preemption.victims:
-            if victim.priority < preemptor.priority and victim.spec.node_name:
-                cluster.preempt_victim(victim.uid, preemptor, victim.spec.node_name)
+            try:
+                cluster.preempt_pod_group_victim(victim.uid, result.group, scheduler_name)
+            except BindError:  # no longer of lower priority (its group changed): it stays
+                continue
     victims = len(preemption.victims) if preemption is not None and result.waiting_on_preemption else 0
     rejected_together = group_rejectors(r.rejector_plugins for r in result.pods)
     writes: list[PodGroupWrite] = []

@@ -109,6 +109,8 @@ class Simulator:
             )
             if algorithm.columns is not None:
                 self.cluster.listeners.append(algorithm.columns.track_changes())
+            if self.pod_groups is not None:  # GenericWorkload: preemption weighs pods with their groups
+                algorithm.framework.pod_groups = self.pod_groups.pod_groups
             return algorithm
 
         # One algorithm per profile; a pod is scheduled by its spec.schedulerName's.
