@@ -1,0 +1,100 @@
+"""Gang scheduling explained by the CLI against the live stack (GenericWorkload gate on): a server dry
+run and `describe pod` say why a gang pod waits for minCount, `get podgroups` and `describe podgroup`
+show the group, and once the last pod arrives the gang binds and the group is Scheduled."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from live_api import Api
+from manifest_dicts import COMMON, node, pod
+from podsched_cli.main import main
+from podsched_devstack.kafka import KafkaBroker
+from podsched_devstack.services import ServiceStack, StackSettings
+from stacks import running
+
+GATE_ON = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+featureGates:
+  GenericWorkload: true
+"""
+WAITING = "waiting for minCount pods from a gang to appear in scheduling queue"
+
+
+@pytest.fixture
+def gang_stack(kafka: KafkaBroker, tmp_path: Path) -> Iterator[ServiceStack]:
+    config_file = tmp_path / "scheduler-config.yaml"
+    config_file.write_text(GATE_ON)
+    settings = StackSettings.on_free_ports(
+        kafka.bootstrap_servers,
+        tmp_path / "services",
+        topic_prefix=f"t{uuid.uuid4().hex[:10]}.",
+        workers=0,
+        scheduler_config=str(config_file),
+    )
+    started = running(settings)
+    yield next(started)
+    started.close()
+
+
+def run(stack: ServiceStack, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["--server", stack.server, *args])
+    return code, capsys.readouterr().out
+
+
+def member(index: int) -> dict[str, Any]:
+    return pod(f"worker-{index}", "low-priority", "1", grace=0, spec={"schedulingGroup": {"podGroupName": "trainers"}})
+
+
+def test_a_gang_waiting_for_its_pods_is_explained_then_binds_whole(
+    gang_stack: ServiceStack, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    stack = gang_stack
+    api = Api(stack.server)
+    api.apply_text(COMMON.read_text())
+    group = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "trainers"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}, "priorityClassName": "low-priority"},
+    }
+    api.apply_text(yaml.safe_dump_all([node("n1", cpu="2"), node("n2", cpu="2"), group, member(0)]))
+    second = tmp_path / "second.yaml"
+    second.write_text(yaml.safe_dump(member(1)))
+
+    code, out = run(stack, capsys, "apply", "--dry-run=server", "-f", str(second))
+    assert code == 0
+    assert out.splitlines() == ["pod/worker-1 created (server dry run)", f"  would stay pending: {WAITING}"]
+
+    assert run(stack, capsys, "apply", "-f", str(second))[0] == 0
+    api.wait(lambda: "worker-1" in api.pods(), what="worker-1 stored")
+    code, out = run(stack, capsys, "describe", "pod", "worker-1")
+    assert code == 0
+    assert f"Pending: {WAITING} (2 of minCount 3 pods exist)" in out
+    code, out = run(stack, capsys, "get", "pg")
+    assert out.splitlines()[1].split()[:4] == ["trainers", "Gang", "<none>", "Pending"]
+
+    third = tmp_path / "third.yaml"
+    third.write_text(yaml.safe_dump(member(2)))
+    code, out = run(stack, capsys, "apply", "--dry-run=server", "-f", str(third))
+    assert (
+        "scheduled with pod group default/trainers (3 pods, minCount 3): all of them bind together or none does" in out
+    )
+    assert run(stack, capsys, "apply", "-f", str(third))[0] == 0
+    api.wait(
+        lambda: all(api.pods().get(f"worker-{i}", {}).get("spec", {}).get("nodeName") for i in range(3)),
+        what="the gang bound",
+    )
+    code, out = run(stack, capsys, "describe", "podgroup", "trainers")
+    assert code == 0
+    assert "Gang (minCount 3)" in out and "3 (3 bound, 0 pending)" in out
+    condition = next(line.split() for line in out.splitlines() if "PodGroupInitiallyScheduled" in line)
+    assert condition[:3] == ["PodGroupInitiallyScheduled", "True", "Scheduled"]
+    api.close()
