@@ -120,7 +120,22 @@ def mark_version(key: bytes | None, value: bytes | None) -> int | None:
 def decode_change(value: bytes) -> tuple[str, ApiObject, int]:
     """A serialized ObjectChange as (change type, object, resource version). A DELETED record's
     object is the last state the object had."""
-    record = events_pb2.ObjectChange.FromString(value)
+    return decode_change_message(events_pb2.ObjectChange.FromString(value))
+
+
+def pending_pod_change(record: events_pb2.ObjectChange) -> bool:
+    """A change that leaves a pod pending and not nominated: the record's own fields say so, without
+    decoding its JSON."""
+    return (
+        record.object.kind == "Pod"
+        and record.type != events_pb2.ObjectChange.DELETED
+        and not record.node_name
+        and not record.nominated_node_name
+    )
+
+
+def decode_change_message(record: events_pb2.ObjectChange) -> tuple[str, ApiObject, int]:
+    """`decode_change` of a parsed ObjectChange."""
     document = json.loads(record.object_json)
     # Decoding drops a PDB's status (clients may not set it), but in the binder's log that status is
     # the disruption controller's, which every replica keeps. Taken out first: `owned=True` lets the

@@ -16,10 +16,17 @@ from collections.abc import Callable
 from aiokafka import ConsumerRecord
 from prometheus_client import Counter, Gauge
 
+from podsched.api.types import KIND_POD
 from podsched.cluster import events as ev
 from podsched.cluster.state import Cluster
 from podsched_proto.events.v1 import events_pb2
-from podsched_service.codec import decode_change, event_from_proto, mark_version, topics
+from podsched_service.codec import (
+    decode_change_message,
+    event_from_proto,
+    mark_version,
+    pending_pod_change,
+    topics,
+)
 from podsched_service.kafka_log import LogReader
 from podsched_service.telemetry import process_span, tracing_enabled
 
@@ -43,11 +50,18 @@ class Replica:
         follow_events: bool = False,
         events_tail: int | None = None,
         events_retention_seconds: float | None = None,
+        defer_pending_pods: bool = False,
     ) -> None:
         """`events_tail`: read only that many of the newest event records (the binder needs the next
         sequence and the recent events a repeat is matched against, not the whole retention window).
         `events_retention_seconds`: while following, forget events older than the events topic keeps
-        them (a copy running for days holds the last hour, as one rebuilt from the log does)."""
+        them (a copy running for days holds the last hour, as one rebuilt from the log does).
+
+        `defer_pending_pods`: keep the records of pods that are pending and not nominated (and not
+        held yet) undecoded until `apply_deferred`, which the owner calls before it reads the copy.
+        For a replica that reads pending pods only when asked about them (the preemption service:
+        most pods are scheduled by the filter and never reach it): a pod bound in the meantime is
+        decoded once, bound, and its pending records never."""
         self.cluster = cluster
         self.objects_topic, self.events_topic = topics(prefix)
         names = [self.objects_topic] + ([self.events_topic] if follow_events else [])
@@ -56,6 +70,10 @@ class Replica:
         self.version = 0  # the last resource version applied
         self.events_retention_seconds = events_retention_seconds
         self._early_events: dict[int, ev.Event] = {}  # events that arrived before their predecessors
+        # Pod UID -> the newest record of a pending, not nominated pod this copy does not hold yet
+        # (None: every record is applied as it arrives). Insertion order is log order: a newer
+        # record of the same pod is moved to the end.
+        self._deferred: dict[str, events_pb2.ObjectChange] | None = {} if defer_pending_pods else None
         self._progress = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
         # Called after every batch of records is applied (e.g. to wake the scheduling loop).
@@ -116,11 +134,16 @@ class Replica:
                     self.version = marked
                     self.cluster.restore_resource_version(marked)
                 return
-            change_type, obj, version = decode_change(record.value)
+            message = events_pb2.ObjectChange.FromString(record.value)
+            version = message.resource_version
             if version <= self.version:
                 return  # already applied (cannot happen with transactions; cheap to guard)
-            self.cluster.restore(change_type, obj)
             self.version = version
+            if self._deferred is not None and self._defer(message):
+                self.cluster.restore_resource_version(version)
+                return
+            change_type, obj, _ = decode_change_message(message)
+            self.cluster.restore(change_type, obj)
             return
         event = event_from_proto(events_pb2.Event.FromString(record.value))
         recorder = self.cluster.recorder
@@ -132,6 +155,33 @@ class Replica:
             self._early_events[event.sequence] = event
         while recorder.next_sequence in self._early_events:
             self.cluster.restore_event(self._early_events.pop(recorder.next_sequence))
+
+    def _defer(self, message: events_pb2.ObjectChange) -> bool:
+        """Keep a pending pod's record for later (True), or say the record is to be applied now: the
+        pod is bound, nominated, deleted or already held. Its deferred record, if any, is dropped
+        then: the newer record says all of the pod's state, as a restore does."""
+        assert self._deferred is not None
+        if message.object.kind != KIND_POD:
+            return False
+        uid = message.object.uid
+        self._deferred.pop(uid, None)
+        if pending_pod_change(message) and uid not in self.cluster.pods_by_uid:
+            self._deferred[uid] = message
+            return True
+        return False
+
+    def apply_deferred(self) -> int:
+        """Decode and apply the deferred pod records, in log order; returns how many. The copy is then
+        what applying every record as it came would have made it (each restore says a pod's whole
+        state, and no listener reacts to a pending, not nominated pod's arrival)."""
+        if not self._deferred:
+            return 0
+        deferred = list(self._deferred.values())
+        self._deferred.clear()
+        for message in deferred:
+            change_type, obj, _ = decode_change_message(message)
+            self.cluster.restore(change_type, obj)
+        return len(deferred)
 
     async def wait_for(self, version: int, event_sequence: int = -1, timeout: float = 30.0) -> None:
         """Until this copy has applied `version` (and every event up to `event_sequence`)."""

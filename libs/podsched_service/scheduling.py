@@ -54,7 +54,10 @@ class ClusterCopy:
         prefix: str,
         follow_events: bool = False,
         scheduler_config: SchedulerConfig | None = None,
+        defer_pending_pods: bool = False,
     ) -> None:
+        """`defer_pending_pods`: the replica decodes a pending pod's records only when a request
+        comes (`catch_up`), see `Replica`."""
         self.cluster = Cluster(time.time, authoritative=False)
         self.nominator = Nominator()
         self.cluster.listeners.append(
@@ -62,11 +65,12 @@ class ClusterCopy:
         )
         self.room = RoomTracker(lambda: self.cluster.resource_version)
         self.cluster.listeners.append(self.room.on_change)
-        self.replica = Replica(self.cluster, bootstrap, prefix, follow_events)
+        self.replica = Replica(self.cluster, bootstrap, prefix, follow_events, defer_pending_pods=defer_pending_pods)
 
     async def catch_up(self, min_resource_version: int, context: grpc.aio.ServicerContext) -> None:
-        """Until the copy has applied the caller's view; UNAVAILABLE if it cannot in time (the caller
-        retries rather than get an answer computed on an older cluster)."""
+        """Until the copy has applied the caller's view, deferred pod records included; UNAVAILABLE
+        if it cannot in time (the caller retries rather than get an answer computed on an older
+        cluster)."""
         try:
             await self.replica.wait_for(min_resource_version)
         except TimeoutError:
@@ -74,6 +78,7 @@ class ClusterCopy:
                 grpc.StatusCode.UNAVAILABLE,
                 f"cache at resource version {self.replica.version}, behind {min_resource_version}",
             )
+        self.replica.apply_deferred()
 
     def assumed_nominations(self, nominations: Iterable[filter_pb2.Nomination]) -> AbstractContextManager[None]:
         """The nominator as if these nominations (or clearings) were in the log, for one request."""

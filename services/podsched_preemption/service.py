@@ -89,8 +89,12 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         self.config = config
         self.clock = clock  # the dry runs' `now` (grace periods, victims' start times)
         self.scheduler_config = load_scheduler_config(config.scheduler_config)
+        # Pending pods are decoded when a request comes: most are scheduled without ever reaching here.
         self.copy = ClusterCopy(
-            config.kafka_bootstrap_servers, config.topic_prefix, scheduler_config=self.scheduler_config
+            config.kafka_bootstrap_servers,
+            config.topic_prefix,
+            scheduler_config=self.scheduler_config,
+            defer_pending_pods=True,
         )
         # GenericWorkload: pod-group cycles (SchedulePodGroup) on this copy; None with the gate off.
         self.pod_groups = (
