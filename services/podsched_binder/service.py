@@ -515,12 +515,12 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         # so attaching here touches no other write's context).
         token = otel_context.attach(telemetry.context_from_carrier(write.trace_context) or otel_context.get_current())
 
-        def apply(cluster: Cluster) -> tuple[str, bytes]:
+        def apply(cluster: Cluster) -> tuple[str, bytes, str]:
             action, stored = cluster.apply(obj)
-            return action, self.binder.json_of(stored)
+            return action, self.binder.json_of(stored), stored.metadata.uid
 
         try:
-            (action, stored_json), (version, sequence) = await self.binder.submit(apply)
+            (action, stored_json, uid), (version, sequence) = await self.binder.submit(apply)
         except ApiError as error:
             return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
         except RuntimeError as error:  # the binder is restarting after a failed commit
@@ -530,7 +530,7 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         finally:
             otel_context.detach(token)
         response = binder_pb2.WriteResponse(
-            action=action, object_json=stored_json, resource_version=version, event_sequence=sequence
+            action=action, object_json=stored_json, resource_version=version, event_sequence=sequence, uid=uid
         )
         return binder_pb2.WriteOutcome(response=response)
 

@@ -79,6 +79,11 @@ class Target:
             document = parse_json(raw)
         except ValueError:
             return Target()
+        return Target.of_parsed(document)
+
+    @staticmethod
+    def of_parsed(document: Any) -> Target:
+        """`of_document` of a body already parsed (`parse_json`; None if it was not JSON)."""
         if not isinstance(document, dict):
             return Target()
         kind = document.get("kind")
@@ -127,6 +132,7 @@ class ApiCall:
     # Set by an accepted write: the binder's answer.
     resource_version: int = 0
     object_json: bytes = b""
+    uid: str = ""  # the stored object's, when the binder said it (then object_json need not be parsed)
     created: bool = False
 
 
@@ -246,7 +252,9 @@ class ApiAccess:
             api_group=target.api_group,
             api_version=target.api_version,
         )
-        if call.object_json:
+        if call.uid and ref.name:
+            ref.uid = call.uid
+        elif call.object_json:
             metadata = json.loads(call.object_json).get("metadata") or {}
             ref.uid = str(metadata.get("uid", ""))
             ref.name = ref.name or str(metadata.get("name", ""))

@@ -113,11 +113,18 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
     # outcome, whatever it is, goes to the API audit log before the client hears it.
 
     async def Apply(self, request: api_pb2.ApplyRequest, context: grpc.aio.ServicerContext) -> Any:
+        # The body is parsed once: the call's target is read from it, then it is decoded. A body
+        # that is not JSON is refused once the caller is authenticated (in _apply).
+        try:
+            document: Any = parse_json(request.object_json)
+            parse_error: ValueError | None = None
+        except ValueError as error:
+            document, parse_error = None, error
         # "create" until the object is known to exist (and the caller may see it): then "patch".
-        call = ApiCall(
-            API_PATH + "Apply", write=not request.dry_run, verb="create", target=Target.of_document(request.object_json)
+        call = ApiCall(API_PATH + "Apply", write=not request.dry_run, verb="create", target=Target.of_parsed(document))
+        return await self.service.access.audited(
+            context, call, self._apply(request, context, call, document, parse_error)
         )
-        return await self.service.access.audited(context, call, self._apply(request, context, call))
 
     async def ApplyBatch(self, request: api_pb2.ApplyBatchRequest, context: grpc.aio.ServicerContext) -> Any:
         if len(request.requests) > MAX_APPLY_BATCH:
@@ -137,14 +144,19 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         results = await asyncio.gather(*(one(item) for item in request.requests))
         return api_pb2.ApplyBatchResponse(results=results)
 
-    async def _apply(self, request: api_pb2.ApplyRequest, context: grpc.aio.ServicerContext, call: ApiCall) -> Any:
+    async def _apply(
+        self,
+        request: api_pb2.ApplyRequest,
+        context: grpc.aio.ServicerContext,
+        call: ApiCall,
+        document: Any,
+        parse_error: ValueError | None,
+    ) -> Any:
         service = self.service
         access = service.access
         user = await access.authenticate(context, call)
-        try:
-            document = parse_json(request.object_json)
-        except ValueError as error:
-            message = f"error: error parsing {shorten(request.source)}: {error}"
+        if parse_error is not None:
+            message = f"error: error parsing {shorten(request.source)}: {parse_error}"
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
         await self._caught_up(context)
         target = call.target
@@ -189,6 +201,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         service.saw(written.resource_version, written.event_sequence)
         call.resource_version = written.resource_version
         call.object_json = written.object_json
+        call.uid = written.uid
         call.created = written.action == CREATED
         return api_pb2.ApplyResponse(action=written.action, object_json=written.object_json)
 
