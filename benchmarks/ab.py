@@ -8,7 +8,8 @@ CPU per pod moves together, the Kafka broker's included), so two runs made minut
 the machine as much as the code. Here base and head take turns, round after round, on the same
 broker binaries and the same harness arguments, and the summary gives each side's median. Each side
 runs from its own checkout (a git worktree under .cache/ab/, with its generated protos; the working
-tree itself when --head is omitted), with this virtualenv.
+tree itself when --head is omitted), with this virtualenv. Every run's whole JSON line is appended
+to .cache/ab/runs.jsonl; the summary also gives each process's median CPU per pod.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKTREES = ROOT / ".cache" / "ab"
+RUNS_LOG = WORKTREES / "runs.jsonl"
 
 
 def checkout(rev: str) -> Path:
@@ -80,6 +82,9 @@ def main() -> None:
         for name in order:
             result = run_once(sides[name], args.workload, harness_args)
             results[name].append(result)
+            RUNS_LOG.parent.mkdir(parents=True, exist_ok=True)
+            with RUNS_LOG.open("a") as log:  # every run's whole JSON line, for a closer look later
+                log.write(json.dumps({"side": name, "rev": str(sides[name]), **result}) + "\n")
             print(
                 f"round {round_index + 1} {name}: {result['throughput_avg']} pods/s, "
                 f"latency p50 {result['latency_p50_ms']} ms, CPU {cpu_total(result):.2f} ms per pod, "
@@ -97,6 +102,13 @@ def main() -> None:
                     "throughput_avg_median": statistics.median(r["throughput_avg"] for r in runs),
                     "latency_p50_ms_median": statistics.median(r["latency_p50_ms"] for r in runs),
                     "cpu_ms_per_pod_median": round(statistics.median(cpu_total(r) for r in runs), 3),
+                    # Where each side's CPU went: each process's median (they need not add up to the total's).
+                    "cpu_ms_per_pod_by_process_median": {
+                        process: round(statistics.median(r["cpu_ms_per_pod"].get(process, 0.0) for r in runs), 3)
+                        for process in runs[0].get("cpu_ms_per_pod", {})
+                    },
+                    "latency_p99_ms_median": statistics.median(r["latency_p99_ms"] for r in runs),
+                    "calibration_us_median": statistics.median(r.get("calibration_us", 0.0) for r in runs),
                 }
             )
         )
