@@ -45,8 +45,22 @@ ATTEMPT_DURATION = Histogram(
 PENDING_PODS = Gauge(
     "scheduler_pending_pods",
     "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means "
-    "number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods.",
+    "number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods; 'gated' means "
+    "number of pods a PreEnqueue plugin holds back (GenericWorkload: a gang waiting for its pods).",
     ["queue"],
+)
+# GenericWorkload: one per pod-group cycle (upstream's podGroupScheduleAttempts and latency).
+POD_GROUP_SCHEDULE_ATTEMPTS = Counter(
+    "scheduler_podgroup_schedule_attempts_total",
+    "Number of attempts to schedule pod group, by the result. 'unschedulable' means a pod group could not be "
+    "scheduled, while 'error' means an internal scheduler problem.",
+    ["result", "profile"],
+)
+POD_GROUP_ATTEMPT_DURATION = Histogram(
+    "scheduler_podgroup_scheduling_attempt_duration_seconds",
+    "Pod group scheduling attempt latency in seconds",
+    ["result", "profile"],
+    buckets=[0.001 * 2**i for i in range(15)],
 )
 QUEUE_LABELS = {sq.ACTIVE: "active", sq.BACKOFF: "backoff", sq.UNSCHEDULABLE: "unschedulable", sq.GATED: "gated"}
 
@@ -95,6 +109,11 @@ class AttemptTelemetry:
                 "podsched.pod_group.policy": group.scheduling_policy,
             }
         )
+
+    def pod_group_finished(self, profile: str, result: str, began: float) -> None:
+        """A pod-group cycle's result (scheduled, unschedulable, waiting_on_preemption, error)."""
+        POD_GROUP_SCHEDULE_ATTEMPTS.labels(result, profile).inc()
+        POD_GROUP_ATTEMPT_DURATION.labels(result, profile).observe(self.clock.monotonic() - began)
 
     @contextlib.contextmanager
     def batch(self, attempts: list[Attempt]) -> Iterator[None]:

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from podsched.api.types import Pod, PodGroup
 from podsched.config.scheduler_config import SchedulerConfig
+from podsched.framework.status import Code
 from podsched.queue import scheduling_queue as sq
 from podsched.scheduler.pod_group_scheduler import group_rejectors
 from podsched_proto.binder.v1 import binder_pb2
@@ -102,7 +103,19 @@ class SchedulingObserver(Protocol):
     def stale_filter_result(self, attempt: Attempt) -> None: ...
     def decided(self, attempt: Attempt, decision: preemption_pb2.PostFilterResponse) -> None: ...
     def in_pod_group(self, attempt: Attempt, group: PodGroup, size: int) -> None: ...
+    def pod_group_finished(self, profile: str, result: str, began: float) -> None: ...
     def finished(self, attempt: Attempt) -> None: ...
+
+
+def pod_group_result_label(
+    decided: preemption_pb2.SchedulePodGroupResponse, written: binder_pb2.RecordPodGroupResultResponse
+) -> str:
+    """scheduler_podgroup_schedule_attempts_total's result for one pod-group cycle."""
+    if written.bind_error or decided.code == int(Code.ERROR):
+        return "error"
+    if decided.code == int(Code.SUCCESS):
+        return "scheduled"
+    return "waiting_on_preemption" if decided.waiting_on_preemption else "unschedulable"
 
 
 class Scheduler:
@@ -290,6 +303,9 @@ class Scheduler:
                 await self.written.caught_up()
             bound = set(written.bound_pod_uids)
             scheduled = decided.code == 0 and not written.bind_error
+            self.observer.pod_group_finished(
+                attempts[0].pod.spec.scheduler_name, pod_group_result_label(decided, written), attempts[0].began
+            )
             rejected_together = group_rejectors(outcome.rejector_plugins for outcome in decided.pods)
             for attempt, outcome in zip(attempts, decided.pods, strict=True):
                 self.observer.bind_answered(attempt, outcome.node_name, attempt.pod.uid in bound)

@@ -1,6 +1,8 @@
-"""Gang scheduling explained by the CLI against the live stack (GenericWorkload gate on): a server dry
-run and `describe pod` say why a gang pod waits for minCount, `get podgroups` and `describe podgroup`
-show the group, and once the last pod arrives the gang binds and the group is Scheduled."""
+"""Gang scheduling explained against the live stack (GenericWorkload gate on): a server dry run and
+`describe pod` say why a gang pod waits for minCount (and scheduler_pending_pods{queue="gated"}
+counts it), `get podgroups` and `describe podgroup` show the group, and once the last pod arrives
+the gang binds, the group is Scheduled, the pod-group metric counts the cycle, and the traces in
+Jaeger carry the group's name and size."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ import yaml
 from live_api import Api
 from manifest_dicts import COMMON, node, pod
 from podsched_cli.main import main
+from podsched_devstack import jaeger as jaeger_api
+from podsched_devstack.jaeger import Jaeger
 from podsched_devstack.kafka import KafkaBroker
-from podsched_devstack.services import ServiceStack, StackSettings
+from podsched_devstack.services import ServiceStack, StackSettings, scrape, value
 from stacks import running
 
 GATE_ON = """apiVersion: kubescheduler.config.k8s.io/v1
@@ -28,7 +32,7 @@ WAITING = "waiting for minCount pods from a gang to appear in scheduling queue"
 
 
 @pytest.fixture
-def gang_stack(kafka: KafkaBroker, tmp_path: Path) -> Iterator[ServiceStack]:
+def gang_stack(kafka: KafkaBroker, jaeger: Jaeger, tmp_path: Path) -> Iterator[ServiceStack]:
     config_file = tmp_path / "scheduler-config.yaml"
     config_file.write_text(GATE_ON)
     settings = StackSettings.on_free_ports(
@@ -37,6 +41,7 @@ def gang_stack(kafka: KafkaBroker, tmp_path: Path) -> Iterator[ServiceStack]:
         topic_prefix=f"t{uuid.uuid4().hex[:10]}.",
         workers=0,
         scheduler_config=str(config_file),
+        otlp_endpoint=jaeger.otlp_endpoint,
     )
     started = running(settings)
     yield next(started)
@@ -53,8 +58,12 @@ def member(index: int) -> dict[str, Any]:
     return pod(f"worker-{index}", "low-priority", "1", grace=0, spec={"schedulingGroup": {"podGroupName": "trainers"}})
 
 
+def tags(span: dict[str, Any]) -> dict[str, Any]:
+    return {tag["key"]: tag["value"] for tag in span.get("tags", [])}
+
+
 def test_a_gang_waiting_for_its_pods_is_explained_then_binds_whole(
-    gang_stack: ServiceStack, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    gang_stack: ServiceStack, jaeger: Jaeger, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     stack = gang_stack
     api = Api(stack.server)
@@ -78,6 +87,10 @@ def test_a_gang_waiting_for_its_pods_is_explained_then_binds_whole(
     code, out = run(stack, capsys, "describe", "pod", "worker-1")
     assert code == 0
     assert f"Pending: {WAITING} (2 of minCount 3 pods exist)" in out
+    api.wait(
+        lambda: value(scrape(stack.metrics_url("queue")), "scheduler_pending_pods", queue="gated") == 2,
+        what="two pods gated",
+    )
     code, out = run(stack, capsys, "get", "pg")
     assert out.splitlines()[1].split()[:4] == ["trainers", "Gang", "<none>", "Pending"]
 
@@ -97,4 +110,27 @@ def test_a_gang_waiting_for_its_pods_is_explained_then_binds_whole(
     assert "Gang (minCount 3)" in out and "3 (3 bound, 0 pending)" in out
     condition = next(line.split() for line in out.splitlines() if "PodGroupInitiallyScheduled" in line)
     assert condition[:3] == ["PodGroupInitiallyScheduled", "True", "Scheduled"]
+    samples = scrape(stack.metrics_url("queue"))
+    assert (
+        value(samples, "scheduler_podgroup_schedule_attempts_total", result="scheduled", profile="default-scheduler")
+        == 1
+    )
+    assert value(samples, "scheduler_pending_pods", queue="gated") == 0
+
+    # Each pod's attempt, the preemption service's cycle and the binder's write name the group.
+    group_tag = {"podsched.pod_group.name": "default/trainers"}
+    for service, operation in (
+        ("podsched-queue", "scheduling attempt"),
+        ("podsched-preemption", "/podsched.preemption.v1.Preemption/SchedulePodGroup"),
+        ("podsched-binder", "record pod group result"),
+    ):
+        traces = jaeger_api.wait_for_traces(jaeger.query_url, service, group_tag, minimum=1, timeout=30)
+        spans = [
+            tags(span)
+            for trace in traces
+            for span in trace["spans"]
+            if span["operationName"] == operation and tags(span).get("podsched.pod_group.name") == "default/trainers"
+        ]
+        assert spans, f"no {operation!r} span of {service} names the group"
+        assert all(span["podsched.pod_group.size"] == 3 for span in spans), spans
     api.close()
