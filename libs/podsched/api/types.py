@@ -658,15 +658,5 @@ class PodGroup(ObjectIdentity):
         """The group's priority, 0 when unset (as corev1helpers.PodPriority counts a pod's)."""
         return self.priority if self.priority is not None else 0
 
-    @property
-    def disrupts_all(self) -> bool:
-        """disruptionMode `all`: preemption takes the group's pods together or not at all."""
-        return self.disruption_mode == DISRUPTION_MODE_ALL
-
-    @property
-    def group_preemption_policy(self) -> str | None:
-        """spec.preemptionPolicy as stored (None when unset)."""
-        return self.preemption_policy
-
 
 ApiObject = Node | Pod | PriorityClass | PodDisruptionBudget | ResourceQuota | ReplicaSet | Deployment | Job | PodGroup

@@ -87,6 +87,8 @@ class Store:
         # scheduling.k8s.io/v1beta1 PodGroups by (namespace, name); their pods name them in
         # spec.schedulingGroup.podGroupName (`pod_group_members` lists them).
         self.pod_groups: dict[tuple[str, str], PodGroup] = {}
+        # (namespace, group name) -> uids of the stored pods that name it, in creation order.
+        self.pod_group_pods: dict[tuple[str, str], dict[str, None]] = {}
         self.quota_keys: dict[str, set[tuple[str, str]]] = {}  # namespace -> its quotas
         # Namespaces whose pods changed since the disruption controller last looked (it drains this).
         self.changed_pod_namespaces: set[str] = set()
@@ -169,11 +171,8 @@ class Store:
 
     def pod_group_members(self, namespace: str, group_name: str) -> list[Pod]:
         """The pods that name the group in spec.schedulingGroup.podGroupName, in creation order."""
-        return [
-            pod
-            for pod in self.pods.values()
-            if pod.spec.pod_group_name == group_name and pod.metadata.namespace == namespace
-        ]
+        uids = self.pod_group_pods.get((namespace, group_name), {})
+        return [self.pods_by_uid[uid] for uid in uids]
 
     def occupies_node(self, pod: Pod) -> bool:
         """Whether the pod holds resources on its node: bound there and not terminal (a Failed or
@@ -198,6 +197,8 @@ class Store:
                 quota.charge(self.resource_quotas, self.quota_keys.get(new.namespace), new, 1)
             self.pods[new.key] = new
             self.pods_by_uid[new.uid] = new
+            if new.spec.pod_group_name is not None:  # the field is immutable: set once, on create
+                self.pod_group_pods.setdefault((new.namespace, new.spec.pod_group_name), {})[new.uid] = None
             if self.keep_history:
                 self.history[new.uid] = new
             if self.occupies_node(new):
@@ -206,6 +207,12 @@ class Store:
         elif old is not None:
             self.pods.pop(old.key, None)
             self.pods_by_uid.pop(old.uid, None)
+            if old.spec.pod_group_name is not None:
+                members = self.pod_group_pods.get((old.namespace, old.spec.pod_group_name))
+                if members is not None:
+                    members.pop(old.uid, None)
+                    if not members:
+                        del self.pod_group_pods[(old.namespace, old.spec.pod_group_name)]
             if self.keep_history:
                 self.history[old.uid] = old
         change_type = ADDED if old is None else (REMOVED if new is None else MODIFIED)

@@ -218,7 +218,7 @@ class SchedulingQueue:
         if self.pre_enqueue is not None and pod.spec.pod_group_name is not None:
             key = (pod.namespace, pod.spec.pod_group_name)
             self._group_members.setdefault(key, set()).add(pod.uid)
-            self._gate_or_activate(info)
+            self._gate_or_activate(info, self.pre_enqueue(pod))
             self.nominator.add(pod_info)
             self.group_changed(*key)  # this pod may complete its gang's minCount
             return
@@ -227,12 +227,10 @@ class SchedulingQueue:
 
     # --- pod groups (GenericWorkload) ----------------------------------------------------------
 
-    def _gate_or_activate(self, info: QueuedPodInfo) -> bool:
-        """Run PreEnqueue: a refused pod waits gated in the pool; an admitted one goes to activeQ.
-        Returns whether it was admitted."""
-        assert self.pre_enqueue is not None
+    def _gate_or_activate(self, info: QueuedPodInfo, status: Status | None) -> bool:
+        """Act on PreEnqueue's `status` for the pod: refused, it waits gated in the pool; admitted
+        (None), it goes to activeQ. Returns whether it was admitted."""
         uid = info.pod.uid
-        status = self.pre_enqueue(info.pod)
         if status is None:
             self._gated.pop(uid, None)
             self._push_active(info)
@@ -254,12 +252,16 @@ class SchedulingQueue:
         if self.pre_enqueue is None:
             return 0
         admitted = 0
+        pre_enqueue = self.pre_enqueue
+        verdict: tuple[Status | None] | None = None  # PreEnqueue's answer depends on the group only
         for uid in sorted(self._group_members.get((namespace, name), ()), key=self._first_seen.__getitem__):
             if self._where.get(uid) != UNSCHEDULABLE:
                 continue
             info = self._infos[uid]
             if uid in self._gated:
-                admitted += self._gate_or_activate(info)
+                if verdict is None:
+                    verdict = (pre_enqueue(info.pod),)
+                admitted += self._gate_or_activate(info, verdict[0])
             elif GANG_SCHEDULING in info.unschedulable_plugins:
                 # A gang rejected as a whole: a new pod of it, or a changed minCount, may let it fit.
                 self._requeue(info)
