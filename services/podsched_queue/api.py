@@ -14,7 +14,7 @@ from opentelemetry.trace import StatusCode
 
 from podsched.api.documents import parse_json
 from podsched.api.errors import ApiError, fit_status_message, shorten
-from podsched.api.manifests import decode_object
+from podsched.api.manifests import check_served, decode_object
 from podsched.api.resources import RESOURCE_TYPES, ResourceType, find_resource_type
 from podsched.api.types import (
     KIND_NODE,
@@ -176,6 +176,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
                 await access.authorize(context, call, attributes)
         try:
             obj = decode_object(document, owned=True)
+            check_served(obj, service.scheduler_config.feature_enabled)  # PodGroup: only with GenericWorkload
             with telemetry.tracer().start_as_current_span("admission") as span:
                 span.set_attributes(_object_attributes(obj))
                 action, admitted = admit_without_storing(service.cluster, obj)

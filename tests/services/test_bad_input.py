@@ -46,6 +46,18 @@ BAD_INPUT = [
         'no matches for kind "Potato" in version "v1"',
     ),
     (
+        "a PodGroup while the GenericWorkload gate is off (the default)",
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "trainers"},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+        },
+        None,
+        grpc.StatusCode.INVALID_ARGUMENT,
+        'no matches for kind "PodGroup" in version "scheduling.k8s.io/v1beta1"',
+    ),
+    (
         "invalid name",
         pod("Bad_Name", "low-priority", "1"),
         None,

@@ -262,3 +262,20 @@ def test_the_gate_is_read_from_the_configuration_file() -> None:
     assert not parse_scheduler_config("{}").generic_workload
     with pytest.raises(Exception, match=r"featureGates\[Gang\]: Invalid value: unrecognized feature gate: Gang"):
         parse_scheduler_config("featureGates: {Gang: true}")
+
+
+def test_with_the_gate_off_the_api_serves_no_pod_group_as_upstream() -> None:
+    text = (
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: trainers}\n"
+        "spec: {schedulingPolicy: {gang: {minCount: 2}}}\n"
+    )
+    off = Simulator(SchedulerConfig())
+    [rejection] = off.apply_text(text, "group.yaml")
+    assert rejection.message == (
+        'error: resource mapping not found for name: "trainers" namespace: "default" from "group.yaml": '
+        'no matches for kind "PodGroup" in version "scheduling.k8s.io/v1beta1"\nensure CRDs are installed first'
+    )
+    assert not off.cluster.pod_groups
+    on = Simulator(GATE_ON)
+    assert on.apply_text(text, "group.yaml") == []
+    assert ("default", GROUP) in on.cluster.pod_groups

@@ -96,6 +96,7 @@ __all__ = [
     "DEFAULT_NAMESPACE",
     "DEFAULT_NODE_PODS",
     "DEFAULT_PROTOCOL",
+    "check_served",
     "decode_documents",
     "decode_object",
     "encode_object",
@@ -182,6 +183,22 @@ def decode_object(doc: Mapping[str, Any], *, owned: bool = False) -> ApiObject:
     if errors:
         raise ApiError.invalid(kind, obj.metadata.name, errors, obj.metadata.namespace)
     return obj
+
+
+# Kinds the API serves only while a feature gate is on, as upstream's API server serves
+# scheduling.k8s.io/v1beta1 PodGroup only with GenericWorkload.
+GATED_KINDS: dict[str, str] = {KIND_POD_GROUP: "GenericWorkload"}
+
+
+def check_served(obj: ApiObject, feature_enabled: Callable[[str], bool]) -> None:
+    """Refuse an object whose kind is served only behind a feature gate that is off, as an API
+    server without the resource does: BadRequest `no matches for kind "PodGroup" in version
+    "scheduling.k8s.io/v1beta1"` (kubectl's `resource mapping not found ...` client side)."""
+    gate = GATED_KINDS.get(obj.kind)
+    if gate is not None and not feature_enabled(gate):
+        version = ACCEPTED_TYPES[obj.kind][0]
+        message = f'no matches for kind "{obj.kind}" in version "{version}"'
+        raise ApiError.bad_request(obj.kind, obj.metadata.name, message, obj.metadata.namespace)
 
 
 def _type_and_identity(doc: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from podsched.admission.resource_quota import QuotaAdmissionConfig
 from podsched.api.errors import ApiError
-from podsched.api.manifests import decode_object, load_documents
+from podsched.api.manifests import check_served, decode_object, load_documents
 from podsched.api.types import Pod, PodGroup
 from podsched.cluster.binder import BindError
 from podsched.cluster.events import NAMESPACED
@@ -147,7 +147,9 @@ class Simulator:
             return rejected
         for document in documents:
             try:
-                self.cluster.apply(decode_object(document))
+                obj = decode_object(document)
+                check_served(obj, self.config.feature_enabled)  # PodGroup: only with GenericWorkload
+                self.cluster.apply(obj)
             except ApiError as error:
                 if error.message.startswith("no matches for kind"):
                     error = error.as_client_side(source)
