@@ -319,6 +319,10 @@ class Scheduler:
                     self.queue.add_unschedulable_if_not_present(
                         fresh, rejectors, error=error, message=written.bind_error or outcome.message
                     )
+                    if scheduled and not error:
+                        # AddAttemptedPodGroupIfNeeded: after a successful cycle the group's leftover
+                        # pods go back to activeQ at once, for another cycle of their own.
+                        self.queue.activate(attempt.pod.uid)
                 self._finish(attempt, ERROR if error else UNSCHEDULABLE)
         finally:
             for attempt in attempts:

@@ -167,7 +167,7 @@ def test_a_gang_that_does_not_fit_whole_binds_nothing_and_its_assumptions_are_un
         "pod group preemption: No preemption victims found for incoming preemptor"
     )
     assert failed == {
-        **{f"w{i}": group_message for i in range(4)},
+        **{f"w{i}": f"pod group is unschedulable, {group_message}" for i in range(4)},
         "w4": "0/2 nodes are available: 2 Insufficient cpu.",
     }
     condition = sim.cluster.pod_groups[("default", GROUP)].status.condition(CONDITION_POD_GROUP_INITIALLY_SCHEDULED)
@@ -212,7 +212,7 @@ def test_the_pod_group_post_filter_hook_gets_the_groups_own_algorithm_and_its_me
         == "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, pod group preemption: no luck"
     )
     assert not sim.cluster.node_infos["n1"].pods  # neither run left an assumption behind
-    assert [r.message for r in result.pods] == [result.status.message] * 2 + [
+    assert [r.message for r in result.pods] == [f"pod group is unschedulable, {result.status.message}"] * 2 + [
         "0/1 nodes are available: 1 Insufficient cpu."
     ]
 

@@ -325,8 +325,13 @@ def schedule_pod_group(
         elif cycle.node_name:
             if outcome.status.is_success:
                 pod_result.node_name = cycle.node_name
-            else:
+            elif outcome.waiting_on_preemption:
                 pod_result.message = outcome.status.message
+                pod_result.rejector_plugins = {outcome.status.plugin} if outcome.status.plugin else set()
+            else:
+                # NewStatus(Unschedulable, group message).WithError(errPodGroupUnschedulable): the
+                # error's text leads the message FailedScheduling shows.
+                pod_result.message = f"{POD_GROUP_UNSCHEDULABLE}, {outcome.status.message}"
                 pod_result.rejector_plugins = {outcome.status.plugin} if outcome.status.plugin else set()
         else:
             pod_result.message = cycle.message

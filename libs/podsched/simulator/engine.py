@@ -251,6 +251,10 @@ class Simulator:
                 self.queue.add_unschedulable_if_not_present(
                     fresh or info, set(write.rejector_plugins), error=write.error, message=write.message
                 )
+                if result.scheduled and not write.error:
+                    # AddAttemptedPodGroupIfNeeded: after a successful cycle the group's leftover
+                    # pods go back to activeQ at once, for another cycle of their own.
+                    self.queue.activate(pod.uid)
         return popped_log
 
     def _handle_failure(self, info: sq.QueuedPodInfo, pod: Pod, result: CycleResult, log: CycleLog) -> None:
