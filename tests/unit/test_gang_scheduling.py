@@ -204,7 +204,7 @@ def test_the_pod_group_post_filter_hook_gets_the_groups_own_algorithm_and_its_me
         return PodGroupPreemptionOutcome(Status(Code.UNSCHEDULABLE, ["no luck"]))
 
     result = schedule_pod_group(
-        algorithm, group, pods, 0, sim.cluster.snapshot(), [], sim.queue.nominator, sim.now, post_filter
+        algorithm, group, pods, [], sim.cluster.snapshot(), [], sim.queue.nominator, sim.now, post_filter
     )
     assert seen == {"pods": ["w0", "w1", "w2"], "proposal": (["n1", "n1", ""], Code.UNSCHEDULABLE)}
     assert (
@@ -222,13 +222,19 @@ def test_pods_that_disagree_with_their_group_fail_the_cycle_with_upstreams_error
     group = replace(gang(2), priority=10)
     pods = [make_pod("a").req(cpu="1").group(GROUP).priority(10).obj(), worker("b")]
     result = schedule_pod_group(
-        sim.profiles.default, group, pods, 0, sim.cluster.snapshot(), [], sim.queue.nominator, sim.now
+        sim.profiles.default, group, pods, [], sim.cluster.snapshot(), [], sim.queue.nominator, sim.now
     )
     assert result.status.code == Code.ERROR
     assert result.status.message == (
         "all pods in a single pod group should have the same priority as the pod group's priority, got 0 and 10"
     )
     assert result.condition(0.0).reason == "SchedulerError"
+    # validateScheduledPods: a member already bound must agree with the group too.
+    bound = make_pod("c").req(cpu="1").group(GROUP).node("n1").obj()
+    result = schedule_pod_group(
+        sim.profiles.default, group, pods[:1], [bound], sim.cluster.snapshot(), [], sim.queue.nominator, sim.now
+    )
+    assert result.status.code == Code.ERROR and "got 0 and 10" in result.status.message
 
 
 def test_the_binder_binds_a_gang_whole_or_not_at_all() -> None:

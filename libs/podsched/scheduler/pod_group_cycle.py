@@ -252,7 +252,7 @@ def schedule_pod_group(
     algorithm: SchedulingAlgorithm,
     group: PodGroup,
     pods: Sequence[Pod],
-    scheduled_before: int,
+    scheduled: Sequence[Pod],
     snapshot: Snapshot,
     pdbs: Sequence[PodDisruptionBudget],
     nominator: Nominator,
@@ -261,10 +261,12 @@ def schedule_pod_group(
     check_preemption_policy: bool = False,
 ) -> PodGroupResult:
     """podGroupCycle for `pods` (the group's unscheduled pods the queue popped, in queue order);
-    `scheduled_before` counts the group's pods already bound (ScheduledPodsCount). Pods are assumed
+    `scheduled` are the group's pods already bound (ScheduledPods: they count towards minCount and
+    must agree with the group too, validateScheduledPods). Pods are assumed
     on `snapshot` only while the cycle runs (the column strategy, if any, hears of each node
     touched). `post_filter` None: no PodGroupPostFilter plugin (preemption disabled)."""
-    problem = validate_pod_group(group, pods, check_preemption_policy)
+    problem = validate_pod_group(group, [*pods, *scheduled], check_preemption_policy)
+    scheduled_before = len(scheduled)
     if problem:
         status = Status(Code.ERROR, [problem])
         return PodGroupResult(group, status, [PodGroupPodResult(p, None, message=problem, error=True) for p in pods])

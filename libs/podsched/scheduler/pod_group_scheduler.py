@@ -74,12 +74,12 @@ class PodGroupScheduling:
         now: float,
     ) -> PodGroupResult:
         """One pod-group cycle for the group's popped `pods`."""
-        scheduled_before = len(self.pod_groups.scheduled_pods(group.namespace, group.name))
+        scheduled = self.pod_groups.scheduled_pods(group.namespace, group.name)
         return schedule_pod_group(
             algorithm,
             group,
             pods,
-            scheduled_before,
+            scheduled,
             snapshot,
             pdbs,
             nominator,
