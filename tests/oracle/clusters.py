@@ -14,6 +14,13 @@ disagree about them), extended resources with limits equal to requests, allocata
 Most clusters are small (1-12 nodes) so that pods meet each other; one in twenty has 13-100 nodes, still at
 most 100 so that every node is a preemption candidate (minCandidateNodesAbsolute) and upstream's random
 candidate offset cannot change which nodes are examined.
+
+One cluster in four also has workloads (scheduling.k8s.io/v1beta1 PodGroups, GenericWorkload): some
+running pods are made members of groups (basic or gang, disruptionMode Single or All, their own class),
+and step1 (and step2, if any) bring new groups with pending member pods, whose preemptionPolicy is their
+class's. Such a cluster runs with the GenericWorkload and PodGroupPreemptionPolicy gates on
+(`feature_gates`). The workload draws come after every other draw, so a seed's other clusters are
+the ones it gave before workloads existed.
 """
 
 from __future__ import annotations
@@ -491,4 +498,117 @@ def clusters(draw: st.DrawFn) -> GeneratedCluster:
     later = draw(st.integers(0, 5)) if draw(st.booleans()) else 0
     if later:
         files.append([draw(pending_pod(f"q{i}", classes, node_names, max_gpu, big)) for i in range(later)])
-    return GeneratedCluster(files)
+    cluster = GeneratedCluster(files)
+    if draw(st.integers(0, 3)) == 0:
+        cluster = draw(with_workloads(cluster, classes))
+    return cluster
+
+
+# --- workloads (GenericWorkload) -------------------------------------------------------------------------
+
+
+def _pod_group(
+    name: str,
+    namespace: str,
+    class_name: str | None,
+    gang_min: int | None,
+    disruption_all: bool,
+    classes: list[_Class],
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": gang_min}} if gang_min else {"basic": {}}}
+    if class_name is not None:
+        spec["priorityClassName"] = class_name
+        # The API server defaults an unset preemptionPolicy to PreemptLowerPriority before the
+        # Priority admission plugin compares it with the class's: a Never class's group says so.
+        if any(c.name == class_name and c.never for c in classes):
+            spec["preemptionPolicy"] = "Never"
+    if disruption_all:
+        spec["disruptionMode"] = {"all": {}}
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": spec,
+    }
+
+
+def _user_class(draw: st.DrawFn, classes: list[_Class], lean: int) -> str | None:
+    """A class for a group and its members: one of the cluster's (never a system class: those pods
+    live in kube-system), sometimes none; `lean` as in _class_choice."""
+    if draw(st.integers(0, 9)) == 0:
+        return None
+    ordered = sorted(classes, key=lambda c: c.value)
+    if lean and draw(st.booleans()):
+        return (ordered[-1] if lean > 0 else ordered[0]).name
+    return draw(st.sampled_from(ordered)).name
+
+
+@st.composite
+def running_groups(draw: st.DrawFn, running: list[dict[str, Any]], classes: list[_Class]) -> list[dict[str, Any]]:
+    """PodGroups over some running pods (members share a namespace; a group's priority need not be its
+    members'); the members get spec.schedulingGroup."""
+    by_namespace: dict[str, list[dict[str, Any]]] = {}
+    for pod in running:
+        namespace = pod["metadata"]["namespace"]
+        if namespace != "kube-system" and "schedulingGroup" not in pod["spec"]:
+            by_namespace.setdefault(namespace, []).append(pod)
+    groups: list[dict[str, Any]] = []
+    for namespace in sorted(by_namespace):
+        free = by_namespace[namespace]
+        for _ in range(draw(st.integers(0, 2))):
+            if len(free) < 1:
+                break
+            size = draw(st.integers(1, min(4, len(free))))
+            indices = sorted(draw(st.lists(st.integers(0, len(free) - 1), min_size=size, max_size=size, unique=True)))
+            members = [free[i] for i in indices]
+            free = [pod for i, pod in enumerate(free) if i not in indices]
+            name = f"pg-r{len(groups)}"
+            gang = draw(st.integers(1, len(members))) if draw(st.booleans()) else None
+            class_name = _user_class(draw, classes, -1)
+            groups.append(_pod_group(name, namespace, class_name, gang, draw(st.booleans()), classes))
+            for pod in members:
+                pod["spec"]["schedulingGroup"] = {"podGroupName": name}
+    return groups
+
+
+@st.composite
+def pending_groups(
+    draw: st.DrawFn, prefix: str, classes: list[_Class], node_names: list[str], max_gpu: int
+) -> list[dict[str, Any]]:
+    """One or two new groups with 1-4 pending members each: members take the group's class (so their
+    preemptionPolicy is the group's, as upstream's validatePodGroup requires); a gang's minCount is
+    at most its members."""
+    documents: list[dict[str, Any]] = []
+    for index in range(draw(st.integers(1, 2))):
+        name = f"pg-{prefix}{index}"
+        namespace = draw(st.sampled_from(NAMESPACES))
+        class_name = _user_class(draw, classes, 1)
+        members = []
+        for member in range(draw(st.integers(1, 4))):
+            pod = draw(pending_pod(f"{prefix}{index}-{member}", classes, node_names, max_gpu, True))
+            pod["metadata"]["namespace"] = namespace
+            pod.pop("status", None)  # no nomination carried over: the group nominates its members
+            spec = pod["spec"]
+            spec.pop("priorityClassName", None)
+            if class_name is not None:
+                spec["priorityClassName"] = class_name
+            spec["schedulingGroup"] = {"podGroupName": name}
+            members.append(pod)
+        gang = draw(st.integers(1, len(members))) if draw(st.integers(0, 2)) > 0 else None
+        documents.append(_pod_group(name, namespace, class_name, gang, draw(st.booleans()), classes))
+        documents.extend(members)
+    return documents
+
+
+@st.composite
+def with_workloads(draw: st.DrawFn, cluster: GeneratedCluster, classes: list[_Class]) -> GeneratedCluster:
+    """`cluster` with PodGroups added (see the module docstring)."""
+    step0 = cluster.files[0]
+    node_names = [d["metadata"]["name"] for d in step0 if d["kind"] == "Node"]
+    max_gpu = max((int(d["status"]["capacity"].get(GPU, "0")) for d in step0 if d["kind"] == "Node"), default=0)
+    running = [d for d in step0 if d["kind"] == "Pod"]
+    step0.extend(draw(running_groups(running, classes)))
+    cluster.files[1].extend(draw(pending_groups("g", classes, node_names, max_gpu)))
+    if len(cluster.files) > 2 and draw(st.booleans()):
+        cluster.files[2].extend(draw(pending_groups("h", classes, node_names, max_gpu)))
+    return cluster

@@ -43,7 +43,9 @@ from typing import Any
 
 # Imported before hypothesis draws in its own thread (generate): numpy half-imported by one thread
 # while hypothesis looks it up in sys.modules from another breaks the draw.
+from podsched.config.scheduler_config import parse_scheduler_config
 from podsched.simulator.engine import SIMULATION_EPOCH, Simulator
+from tests.oracle.gates import feature_gates, gates_flag, scheduler_config_text
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = ROOT / "bench-results" / "upstream-diff"
@@ -71,11 +73,13 @@ def run_podsched(texts: Sequence[str], tie_seed: int | None = None) -> PodschedR
     scheduled until nothing changes, as the CLI does. `tie_seed` breaks score ties at random and
     starts the preemption candidates at a random offset, as upstream may (simulate takes the first)."""
     started = time.perf_counter()
+    gates = feature_gates(texts)
+    config = parse_scheduler_config(scheduler_config_text(gates), "feature gates") if gates else None
     if tie_seed is None:
-        simulator = Simulator()
+        simulator = Simulator(config)
     else:
         draws = random.Random(tie_seed)
-        simulator = Simulator(rng=random.Random(tie_seed), offset=lambda n: draws.randrange(n))
+        simulator = Simulator(config, rng=random.Random(tie_seed), offset=lambda n: draws.randrange(n))
     for index, text in enumerate(texts):
         simulator.apply_text(text, f"step{index}.yaml")
         simulator.run_until_quiescent()
@@ -186,7 +190,11 @@ class Oracle:
     def submit(self, request_id: str, texts: Sequence[str], seed: int = 1) -> None:
         """Queue one run; `seed` seeds upstream's math/rand (selectHost's ties, the preemption
         candidates' start offset), so run n of a cluster is repeatable with `oracle -seed n`."""
-        line = json.dumps({"id": request_id, "files": list(texts), "seed": seed})
+        request: dict[str, Any] = {"id": request_id, "files": list(texts), "seed": seed}
+        gates = feature_gates(texts)
+        if gates:
+            request["featureGates"] = gates
+        line = json.dumps(request)
         with self._done:
             self.runs += 1
             if not self._outstanding:  # the oracle was idle: its stall clock starts now
@@ -450,6 +458,9 @@ def _settle_by_first_divergence(verdict: Verdict, binary: Path) -> bool:
     assert verdict.podsched is not None
     with tempfile.TemporaryDirectory(prefix="podsched-divergence-") as tmp:
         args: list[str] = [str(binary), "-seed", "1", "-v", "10"]
+        gates = feature_gates(verdict.texts)
+        if gates:
+            args += ["-feature-gates", gates_flag(gates)]
         for index, text in enumerate(verdict.texts):
             (Path(tmp) / f"step{index}.yaml").write_text(text)
             args += ["-f", str(Path(tmp) / f"step{index}.yaml")]
@@ -522,9 +533,14 @@ def write_case(verdict: Verdict, out_dir: Path) -> Path:
     (path / "podsched.json").write_text(json.dumps(podsched, indent=1) + "\n")
     (path / "upstream.json").write_text(json.dumps({"runs": verdict.upstream}, indent=1) + "\n")
     files = " ".join(f"-f {name}" for name in names)
+    gates = feature_gates(verdict.texts)
+    config_flag = gates_flag_args = ""
+    if gates:
+        (path / "config.yaml").write_text(scheduler_config_text(gates))
+        config_flag, gates_flag_args = " --config config.yaml", f" -feature-gates {gates_flag(gates)}"
     (path / "diff.txt").write_text(
         f"{verdict.cluster_id}: {verdict.kind}\n{describe(verdict)}\n\nreplay (in this directory):\n"
-        f"  podsched simulate {files} -o json\n  oracle -seed 1 {files}\n"
+        f"  podsched simulate {files}{config_flag} -o json\n  oracle -seed 1{gates_flag_args} {files}\n"
         f"  python -m tests.oracle.differential --replay {path}\n"
     )
     verdict.path = path

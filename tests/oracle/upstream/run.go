@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,10 @@ const upstreamVersion = "v1.37.2"
 // Simulated time starts where `podsched simulate` starts it (2026-01-01T00:00:00Z), on a whole
 // second: timestamps pass through JSON (strategic merge patches) at second precision.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// livelockAfter bounds how long settle retries pods in error backoff whose every retry writes
+// something: longer than any backoff (10 s, times the square root of a pod group's size).
+const livelockAfter = 10 * time.Minute
 
 // podMaxInUnschedulablePodsDuration is the scheduler's default (5 minutes).
 const podMaxInUnschedulablePodsDuration = 5 * time.Minute
@@ -402,6 +407,10 @@ func (c *cluster) settle() error {
 	// A pod that fails with an error on every attempt would be retried (with backoff) forever; once
 	// a whole backoff period passes without a single write to the API, retrying changes nothing.
 	quietSince := int64(-1)
+	// retryingSince: when pods in error backoff started being retried with writes each time (pod groups
+	// that take turns on the same nodes can do that forever: a livelock upstream too).
+	var retryingSince time.Time
+	flushWaits := 0
 	for range 100000 {
 		backoff, err := c.waitIdle()
 		if err != nil {
@@ -411,10 +420,23 @@ func (c *cluster) settle() error {
 		next, terminating := c.api.nextTermination()
 		version := c.api.version()
 		switch {
+		case backoff && flushWaits < 20 && c.backoffFlushPending():
+			// Give the queue's flush goroutine its turn; if it had its tick before the entity came
+			// back (a stored expiration already past), only the next tick moves it: step on.
+			flushWaits++
+			c.pause(time.Millisecond)
+			continue
 		case backoff && !terminating && quietSince == version && c.backoffOver():
 			return nil
 		case backoff && (!terminating || next.After(now.Add(time.Second))):
 			next = now.Add(time.Second)
+			if retryingSince.IsZero() {
+				retryingSince = now
+			}
+			if now.Sub(retryingSince) > livelockAfter {
+				return fmt.Errorf("livelock: pods in error backoff were retried for %s of simulated time and "+
+					"their retries kept changing the API: %s", livelockAfter, c.describe())
+			}
 			if quietSince != version {
 				quietSince = version
 				c.backoffFrom = now
@@ -423,7 +445,9 @@ func (c *cluster) settle() error {
 			return nil
 		default:
 			quietSince = -1
+			retryingSince = time.Time{}
 		}
+		flushWaits = 0
 		if next.After(now) {
 			c.clock.SetTime(next)
 		}
@@ -433,10 +457,76 @@ func (c *cluster) settle() error {
 	return fmt.Errorf("the cluster did not settle after 100000 time steps")
 }
 
-// backoffOver: the longest backoff (podMaxBackoffSeconds, 10 s by default) has passed since the
-// last write, so every pod in error backoff has had its retry.
+// backoffOver: the longest backoff (podMaxBackoffSeconds, 10 s by default; for a pod group upstream
+// multiplies it by the square root of the group's size, calculateBackoffDuration) has passed since
+// the last write, so every entity in error backoff has had a retry since, and none wrote anything.
 func (c *cluster) backoffOver() bool {
-	return c.clock.Since(c.backoffFrom) > 10*time.Second
+	longest := 10 * time.Second
+	for _, size := range c.backoffSizes() {
+		if d := time.Duration(float64(10*time.Second) * math.Sqrt(float64(size))); d > longest {
+			longest = d
+		}
+	}
+	return c.clock.Since(c.backoffFrom) > longest+time.Second
+}
+
+// backoffExpirations: when each entity in backoffQ completes its backoff. The queue computes it
+// lazily; until then, the latest it can be: the entity's timestamp plus the longest backoff, which
+// for a pod group upstream multiplies by the square root of its size (calculateBackoffDuration).
+func (c *cluster) backoffExpirations() []time.Time {
+	var out []time.Time
+	for _, pod := range c.queue.PodsInBackoffQ() {
+		var info interface {
+			GetBackoffExpiration() time.Time
+			GetTimestamp() time.Time
+			Size() int
+		}
+		if group := pod.Spec.SchedulingGroup; group != nil && group.PodGroupName != nil {
+			if pg, ok := c.queue.GetPodGroup(*group.PodGroupName, pod.Namespace, fwk.PodGroupKeyType); ok {
+				info = pg
+			}
+		} else if p, ok := c.queue.GetPod(pod.Name, pod.Namespace, nil); ok {
+			info = p
+		}
+		if info == nil {
+			continue
+		}
+		expiration := info.GetBackoffExpiration()
+		if expiration.IsZero() {
+			longest := time.Duration(float64(10*time.Second) * math.Sqrt(float64(max(info.Size(), 1))))
+			expiration = info.GetTimestamp().Add(longest)
+		}
+		out = append(out, expiration)
+	}
+	return out
+}
+
+// backoffSizes: the size of each entity in backoffQ (a pod: 1).
+func (c *cluster) backoffSizes() []int {
+	var out []int
+	for _, pod := range c.queue.PodsInBackoffQ() {
+		size := 1
+		if group := pod.Spec.SchedulingGroup; group != nil && group.PodGroupName != nil {
+			if pg, ok := c.queue.GetPodGroup(*group.PodGroupName, pod.Namespace, fwk.PodGroupKeyType); ok {
+				size = pg.Size()
+			}
+		}
+		out = append(out, size)
+	}
+	return out
+}
+
+// backoffFlushPending: an entity's backoff is over (its ordering window too) but the queue's flush,
+// which runs in its own goroutine on the clock's ticks, has not moved it yet. Moving the clock on
+// would race that goroutine; waiting for it keeps every retry at the time upstream makes it.
+func (c *cluster) backoffFlushPending() bool {
+	now := c.clock.Now()
+	for _, expiration := range c.backoffExpirations() {
+		if now.After(expiration.Add(time.Second)) {
+			return true
+		}
+	}
+	return false
 }
 
 // flushUnschedulableLeftover does what the queue's flushUnschedulableEntitiesLeftover does, at the
