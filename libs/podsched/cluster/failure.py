@@ -35,7 +35,8 @@ def record_scheduling_failure(
     if nominated_node:
         victims = [cluster.pods_by_uid[uid] for uid in victim_uids if uid in cluster.pods_by_uid]
         for victim in victims:
-            if victim.priority >= pod.priority:
+            # A PodGroup's pod is weighed at its group's priority (GenericWorkload), as the binder checks.
+            if min(victim.priority, cluster.binder.effective_priority(victim)) >= pod.priority:
                 raise BindError(
                     NOT_LOWER_PRIORITY,
                     f"victim {victim.namespace}/{victim.name} (priority {victim.priority}) does not have lower "
