@@ -472,7 +472,8 @@ def pending_pod(
 
 
 @st.composite
-def clusters(draw: st.DrawFn) -> GeneratedCluster:
+def clusters(draw: st.DrawFn, workloads: bool = True) -> GeneratedCluster:
+    """A random cluster; `workloads`: one in four has PodGroups (see the module docstring)."""
     class_manifests, classes = draw(priority_classes())
     node_count = draw(st.integers(13, 100)) if draw(st.integers(0, 19)) == 0 else draw(st.integers(1, 12))
     node_manifests, rooms = [], []
@@ -499,7 +500,7 @@ def clusters(draw: st.DrawFn) -> GeneratedCluster:
     if later:
         files.append([draw(pending_pod(f"q{i}", classes, node_names, max_gpu, big)) for i in range(later)])
     cluster = GeneratedCluster(files)
-    if draw(st.integers(0, 3)) == 0:
+    if workloads and draw(st.integers(0, 3)) == 0:
         cluster = draw(with_workloads(cluster, classes))
     return cluster
 
@@ -532,11 +533,10 @@ def _pod_group(
     }
 
 
-def _user_class(draw: st.DrawFn, classes: list[_Class], lean: int) -> str | None:
+def _user_class(draw: st.DrawFn, classes: list[_Class], lean: int) -> str:
     """A class for a group and its members: one of the cluster's (never a system class: those pods
-    live in kube-system), sometimes none; `lean` as in _class_choice."""
-    if draw(st.integers(0, 9)) == 0:
-        return None
+    live in kube-system; never none: a Never globalDefault class would make the API server refuse
+    the group, its preemptionPolicy defaulted before admission); `lean` as in _class_choice."""
     ordered = sorted(classes, key=lambda c: c.value)
     if lean and draw(st.booleans()):
         return (ordered[-1] if lean > 0 else ordered[0]).name

@@ -660,9 +660,11 @@ def _record(
         progress(tally, total)
 
 
-def generate(count: int, seed: int) -> Iterator[list[str]]:
+def generate(count: int, seed: int, workloads: bool = True) -> Iterator[list[str]]:
     """`count` clusters from the hypothesis strategy, reproducible from `seed`, yielded as they are
-    drawn (hypothesis runs in a thread, so the oracle can start on the first ones at once)."""
+    drawn (hypothesis runs in a thread, so the oracle can start on the first ones at once).
+    `workloads`: some clusters have PodGroups (GenericWorkload on); without, a seed gives the
+    clusters it gave before workloads were generated."""
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
 
@@ -678,7 +680,7 @@ def generate(count: int, seed: int) -> Iterator[list[str]]:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(clusters())
+    @given(clusters(workloads))
     def collect(cluster: GeneratedCluster) -> None:
         drawn.put(cluster.texts())
 
@@ -748,6 +750,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument("--replay", nargs="+", type=Path, metavar="DIR", help="compare saved clusters (step*.yaml)")
     mode.add_argument("--shrink", type=Path, metavar="DIR", help="reduce one saved difference; writes DIR/min")
     parser.add_argument("--seed", type=int, help="hypothesis seed (default: random, printed)")
+    parser.add_argument(
+        "--no-workloads",
+        dest="workloads",
+        action="store_false",
+        help="no PodGroups in the random clusters (by default one in four has them, GenericWorkload on)",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where differences go (default {DEFAULT_OUT})")
     parser.add_argument(
         "--reruns", type=int, help=f"upstream runs at most per cluster (default {DEFAULT_RERUNS}; 4 when shrinking)"
@@ -778,7 +786,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "big")
             print(f"generating and comparing {count} clusters (seed {seed})", flush=True)
             total = count
-            cases = ((f"s{seed}-{i:05d}", texts) for i, texts in enumerate(generate(count, seed)))
+            cases = ((f"s{seed}-{i:05d}", texts) for i, texts in enumerate(generate(count, seed, args.workloads)))
         try:
             tally = compare_clusters(
                 cases,
