@@ -315,14 +315,12 @@ class Scheduler:
                 error = outcome.error or bool(written.bind_error)
                 rejectors = set(outcome.rejector_plugins) if scheduled else set(rejected_together)
                 fresh = self.queue.info(attempt.pod.uid)
-                if fresh is not None:
+                if fresh is not None and scheduled and not error:
+                    self.queue.requeue_after_group_success(fresh, rejectors, outcome.message)
+                elif fresh is not None:
                     self.queue.add_unschedulable_if_not_present(
                         fresh, rejectors, error=error, message=written.bind_error or outcome.message
                     )
-                    if scheduled and not error:
-                        # AddAttemptedPodGroupIfNeeded: after a successful cycle the group's leftover
-                        # pods go back to activeQ at once, for another cycle of their own.
-                        self.queue.activate(attempt.pod.uid)
                 self._finish(attempt, ERROR if error else UNSCHEDULABLE)
         finally:
             for attempt in attempts:

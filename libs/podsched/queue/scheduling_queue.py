@@ -440,6 +440,20 @@ class SchedulingQueue:
         self._place(uid, UNSCHEDULABLE)
         return UNSCHEDULABLE
 
+    def requeue_after_group_success(self, info: QueuedPodInfo, rejector_plugins: set[str], message: str) -> None:
+        """AddAttemptedPodGroupIfNeeded after a successful pod-group cycle: the group's pods that were
+        not placed go straight back to activeQ and keep their queue time (upstream preserves the
+        group's timestamp when some of its pods failed), so they are tried again, in a cycle of
+        their own, before pods queued after them."""
+        uid = info.pod.uid
+        if uid not in self._infos:
+            return  # deleted while in flight
+        self._in_flight.end(uid)
+        info.last_failure_message = message
+        info.unschedulable_plugins = set(rejector_plugins)
+        info.consecutive_errors = 0
+        self._push_active(info)
+
     # --- events -------------------------------------------------------------------------------
 
     def on_event(self, event: Event, pre_check: Callable[[Pod], bool] | None = None) -> int:

@@ -84,9 +84,27 @@ class PodGroupPostFilter(Protocol):
     ) -> PodGroupPreemptionOutcome: ...
 
 
-def no_pod_group_post_filter(*_: object) -> PodGroupPreemptionOutcome:
-    """No PodGroupPostFilter plugin enabled (preemption disabled): Unschedulable with no reasons."""
-    return PodGroupPreemptionOutcome(Status(Code.UNSCHEDULABLE))
+# DynamicResources' PodGroupPostFilter (DRA is on by default upstream and runs before
+# DefaultPreemption): with no ResourceClaims to free it answers Unschedulable with this reason.
+DRA_POD_GROUP_POST_FILTER_REASON = "deallocation and deletion of ResourceClaims completed"
+
+
+def run_pod_group_post_filter_plugins(preemption: PodGroupPreemptionOutcome | None) -> Status:
+    """RunPodGroupPostFilterPlugins over upstream's default plugins, DynamicResources then
+    DefaultPreemption (`preemption`, None when the profile disables it): the first Success or
+    UnschedulableAndUnresolvable answer is the result on its own, an Error fails the cycle, and the
+    Unschedulable answers' reasons are joined. podsched has no ResourceClaims, so DynamicResources
+    always answers Unschedulable with DRA_POD_GROUP_POST_FILTER_REASON."""
+    reasons = [DRA_POD_GROUP_POST_FILTER_REASON]
+    if preemption is None:
+        return Status(Code.UNSCHEDULABLE, reasons)
+    code = preemption.status.code
+    message = preemption.message or preemption.status.message
+    if code == Code.ERROR:
+        return Status(Code.ERROR, [f'error in "DefaultPreemption" PodGroupPostFilter plugins: {message}'])
+    if code in (Code.SUCCESS, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+        return Status(code, [message] if message else [])
+    return Status(Code.UNSCHEDULABLE, [*reasons, message] if message else reasons)
 
 
 def default_pod_group_post_filter(
@@ -303,16 +321,16 @@ def schedule_pod_group(
             ]
             return PodGroupAssignments(proposed, retry_status)
 
-        hook = post_filter or no_pod_group_post_filter
-        preemption = hook(group, pods, scheduling_func, snapshot, pdbs, now)
+        preemption = post_filter(group, pods, scheduling_func, snapshot, pdbs, now) if post_filter else None
         outcome.preemption = preemption
-        if preemption.status.is_success:
+        post_status = run_pod_group_post_filter_plugins(preemption)
+        if post_status.is_success:
             outcome.waiting_on_preemption = True
-        if preemption.status.code == Code.ERROR:
-            outcome.status = Status(Code.ERROR, [preemption.message or preemption.status.message])
+        if post_status.code == Code.ERROR:
+            outcome.status = post_status
         else:
-            # applyPodGroupPostFilterResult: the plugin's message joins the group's reasons.
-            outcome.status = Status(status.code, [*status.reasons, preemption.message], status.plugin)
+            # applyPodGroupPostFilterResult: the plugins' message joins the group's reasons.
+            outcome.status = Status(status.code, [*status.reasons, post_status.message], status.plugin)
 
     nominations = (outcome.preemption.nominations or {}) if outcome.waiting_on_preemption and outcome.preemption else {}
     for index, pod in enumerate(pods):

@@ -50,12 +50,14 @@ class PodGroupScheduling:
         name = pod.spec.pod_group_name
         return None if name is None else self.pod_groups.pod_group(pod.namespace, name)
 
-    def _post_filter(self, framework: Framework) -> PodGroupPostFilter | None:
-        """DefaultPreemption's PodGroupPostFilter for the profile whose framework this is, when the
-        profile enables DefaultPreemption."""
+    def _post_filter(self, framework: Framework, scheduler_name: str) -> PodGroupPostFilter | None:
+        """DefaultPreemption's PodGroupPostFilter for the profile whose framework this is, unless the
+        profile disables it at the podGroupPostFilter extension point (disabling it at postFilter
+        leaves pod-group preemption on, as upstream's separate extension points do)."""
         key = id(framework)
         if key not in self._post_filters:
-            enabled = any(plugin.name == DEFAULT_PREEMPTION for plugin in framework.post_filter_plugins)
+            profile = self.config.profile_named(scheduler_name) or self.config
+            enabled = profile.plugin_enabled("podGroupPostFilter", DEFAULT_PREEMPTION)
             self._post_filters[key] = (
                 default_pod_group_post_filter(framework, self.pod_groups, self.enable_pod_group_preemption_policy)
                 if enabled
@@ -84,7 +86,7 @@ class PodGroupScheduling:
             pdbs,
             nominator,
             now,
-            post_filter=self._post_filter(algorithm.framework),
+            post_filter=self._post_filter(algorithm.framework, pods[0].spec.scheduler_name if pods else ""),
             check_preemption_policy=self.enable_pod_group_preemption_policy,
         )
 

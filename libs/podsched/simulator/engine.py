@@ -247,14 +247,13 @@ class Simulator:
             if info is popped:
                 popped_log = log
             if not write.node_name:
-                fresh = self.queue.info(pod.uid)
-                self.queue.add_unschedulable_if_not_present(
-                    fresh or info, set(write.rejector_plugins), error=write.error, message=write.message
-                )
+                fresh = self.queue.info(pod.uid) or info
                 if result.scheduled and not write.error:
-                    # AddAttemptedPodGroupIfNeeded: after a successful cycle the group's leftover
-                    # pods go back to activeQ at once, for another cycle of their own.
-                    self.queue.activate(pod.uid)
+                    self.queue.requeue_after_group_success(fresh, set(write.rejector_plugins), write.message)
+                else:
+                    self.queue.add_unschedulable_if_not_present(
+                        fresh, set(write.rejector_plugins), error=write.error, message=write.message
+                    )
         return popped_log
 
     def _handle_failure(self, info: sq.QueuedPodInfo, pod: Pod, result: CycleResult, log: CycleLog) -> None:
