@@ -330,7 +330,11 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         response = self._response(pod, answer, fit_error, version, span, dry_run=dry_run)
         if dry_run:  # what apply --dry-run=server prints under its prediction
             policy = victim_policy_of(profile.algorithm.framework, now)
-            response.explanations.extend(explain_preemption(pod, answer[0], snapshot, cluster.pdb_list(), policy, now))
+            # With GenericWorkload, also what the pods' PodGroups changed (the framework's lister).
+            groups = profile.algorithm.framework.pod_groups
+            response.explanations.extend(
+                explain_preemption(pod, answer[0], snapshot, cluster.pdb_list(), policy, now, groups)
+            )
         return response
 
     def _post_filter(

@@ -188,3 +188,28 @@ def test_describe_says_how_a_pods_group_weighs_it_and_who_preempted_it() -> None
         "Preempted by PodGroup default/train (priority 1000000): a pod group looks for room across the whole "
         "cluster at once, and this pod was in the way",
     ]
+
+
+def test_a_dry_runs_explanations_tell_that_a_group_goes_whole_with_the_pod_chosen_on_the_node() -> None:
+    """explain_preemption (what apply --dry-run=server prints) with the PodGroup lister: the victim on
+    the chosen node takes its All group's pod on the other node along."""
+    from podsched.framework.interface import PostFilterResult
+    from podsched.preemption.explain import explain_preemption
+    from podsched.preemption.victims import DEFAULT_VICTIM_POLICY
+
+    ring = [make_pod(f"ring-{i}").priority(HIGH_PRIORITY).node(f"n{i + 1}").obj() for i in range(2)]
+    for pod in ring:
+        pod.spec.pod_group_name = "ring"
+    groups = Groups({"ring": _group("ring", LOW_PRIORITY, "all")}, ring)
+    snapshot = _snapshot(ring)
+    preemptor = make_pod("p").priority(MID_PRIORITY).obj()
+    result = PostFilterResult("n1", list(ring))
+
+    lines = explain_preemption(preemptor, result, snapshot, [], DEFAULT_VICTIM_POLICY, START, groups)
+
+    assert lines == [
+        "default/ring-0, default/ring-1 on nodes n1, n2 are preempted together: PodGroup default/ring has "
+        "disruptionMode All, so its pods go as one (priority 0, below default/p's 100)"
+    ]
+    # Without the lister (gate off), the group's pods are ordinary pods of priority 1000: nothing to say.
+    assert explain_preemption(preemptor, result, snapshot, [], DEFAULT_VICTIM_POLICY, START) == []
