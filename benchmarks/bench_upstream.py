@@ -9,8 +9,9 @@ test binaries ``misc`` and ``default_preemption`` and etcd from the wrapper modu
 come from upstream's ``performance-config.yaml`` (:mod:`benchmarks.upstream_config`).
 
 Output: one JSON line per workload: workload, upstream_avg (median over rounds of the fastest variant's
-SchedulingThroughput Average), upstream_variant, podsched_avg, ratio, rounds, and per side latency_p50_ms,
-cpu_ms_per_pod, rss_mb, and the machine's load averages (1, 5, 15 min) before and after the workload's
+SchedulingThroughput Average), upstream_variant, upstream_failed (variants that gave no figure, with
+scheduler_perf's reason) and upstream_skipped (--skip-variant), podsched_avg, ratio, rounds, and per side
+latency_p50_ms, cpu_ms_per_pod, rss_mb, and the machine's load averages (1, 5, 15 min) before and after the workload's
 runs (the machine is shared; the ratio stays fair since the two sides alternate). The lines are also
 written to ``bench-upstream.jsonl`` in --out-dir, replacing the lines of the same workloads and keeping
 the others, and ``bars.png`` is drawn from all of that file's lines.
@@ -162,10 +163,17 @@ def summarize(
     upstream: dict[str, list[dict[str, Any]]],
     podsched: list[dict[str, Any]],
     load: tuple[tuple[float, ...], tuple[float, ...]] | None = None,
+    skipped: list[str] | None = None,
 ) -> dict[str, Any]:
-    medians = {variant: statistics.median(r["avg"] for r in runs) for variant, runs in upstream.items()}
-    fastest = max(medians, key=lambda variant: medians[variant])
-    up = upstream[fastest]
+    # A variant that gave no figure (upstream's own wait for the pods timed out) is reported, not ranked.
+    failed = {variant: runs[-1]["failed"] for variant, runs in upstream.items() if all("failed" in r for r in runs)}
+    medians = {
+        variant: statistics.median(r["avg"] for r in runs if "failed" not in r)
+        for variant, runs in upstream.items()
+        if variant not in failed
+    }
+    fastest = max(medians, key=lambda variant: medians[variant]) if medians else ""
+    up = [r for r in upstream.get(fastest, []) if "failed" not in r]
     ours = statistics.median(r["throughput_avg"] for r in podsched)
 
     def med(runs: list[dict[str, Any]], key: str) -> float | None:
@@ -174,11 +182,13 @@ def summarize(
 
     return {
         "workload": name,
-        "upstream_avg": round(medians[fastest], 1),
+        "upstream_avg": round(medians[fastest], 1) if fastest else None,
         "upstream_variant": fastest,
         "upstream_avg_by_variant": {v: round(m, 1) for v, m in medians.items()},
+        "upstream_failed": failed,
+        "upstream_skipped": skipped or [],
         "podsched_avg": round(ours, 1),
-        "ratio": round(ours / medians[fastest], 2) if medians[fastest] else None,
+        "ratio": round(ours / medians[fastest], 2) if fastest and medians[fastest] else None,
         "rounds": len(podsched),
         "upstream": {k: med(up, k) for k in ("latency_p50_ms", "cpu_ms_per_pod", "rss_mb")},
         "podsched": {
@@ -211,7 +221,7 @@ def plot(lines: list[dict[str, Any]], path: Path) -> None:
 
     figure, axis = plt.subplots(figsize=(9, 4))
     xs = range(len(lines))
-    axis.bar([x - 0.2 for x in xs], [line["upstream_avg"] for line in lines], 0.4, label="kube-scheduler v1.37.2")
+    axis.bar([x - 0.2 for x in xs], [line["upstream_avg"] or 0 for line in lines], 0.4, label="kube-scheduler v1.37.2")
     axis.bar([x + 0.2 for x in xs], [line["podsched_avg"] for line in lines], 0.4, label="podsched")
     axis.set_xticks(list(xs), [line["workload"].replace("/", "\n", 1) for line in lines], fontsize=7)
     axis.set_ylabel("pods/s (SchedulingThroughput average)")
@@ -227,7 +237,8 @@ async def main_async(args: argparse.Namespace) -> int:
     plan = []
     for topic, name in chosen:
         config = load_config(topic)
-        plan.append((topic, name, variants(config, name), workload_from_config(config, name)))
+        names = [v for v in variants(config, name) if v not in args.skip_variant]
+        plan.append((topic, name, names, workload_from_config(config, name)))
     steps = args.rounds * sum(len(v) + 1 for _, _, v, _ in plan)
     done = 0
     upstream: dict[str, dict[str, list[dict[str, Any]]]] = {n: {} for _, n, _, _ in plan}
@@ -242,9 +253,12 @@ async def main_async(args: argparse.Namespace) -> int:
                     before = load[name][0] if name in load else os.getloadavg()
                     for variant in names:
                         _bar(done, steps, f"upstream {variant}")
-                        upstream[name].setdefault(variant, []).append(
-                            run_upstream(binaries, topic, variant, workload.measured_pods)
-                        )
+                        try:
+                            result = run_upstream(binaries, topic, variant, workload.measured_pods)
+                        except DevstackError as error:  # e.g. its wait for the measured pods timed out
+                            result = {"failed": _failure_line(str(error))}
+                            _progress(f"upstream {variant} gave no figure: {result['failed']}")
+                        upstream[name].setdefault(variant, []).append(result)
                         done += 1
                     _bar(done, steps, f"podsched {name}")
                     ours[name].append(await run_workload(workload, broker, Path(tmp) / "runs", 0, args.timeout))
@@ -254,7 +268,8 @@ async def main_async(args: argparse.Namespace) -> int:
             broker.stop()
     _bar(done, steps, "done")
     print(file=sys.stderr)
-    lines = [summarize(name, upstream[name], ours[name], load.get(name)) for _, name, _, _ in plan]
+    skipped = {name: [v for v in args.skip_variant if v.startswith(name)] for _, name, _, _ in plan}
+    lines = [summarize(name, upstream[name], ours[name], load.get(name), skipped[name]) for _, name, _, _ in plan]
     for line in lines:
         print(json.dumps(line), flush=True)
     args.out_dir.mkdir(parents=True, exist_ok=True)
@@ -262,6 +277,19 @@ async def main_async(args: argparse.Namespace) -> int:
     plot(every, args.out_dir / "bars.png")
     print(f"plot: {args.out_dir / 'bars.png'}", file=sys.stderr)
     return 0
+
+
+def _failure_line(message: str) -> str:
+    """The line of a failed scheduler_perf run that says why (its FATAL ERROR's next line), else the last
+    progress line of its wait for the pods ("pods: want 10000, got 5934"), else the first line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    for index, line in enumerate(lines):
+        if "FATAL ERROR" in line and index + 1 < len(lines):
+            return lines[index + 1][:300]
+    waits = [line for line in lines if "pods: want" in line]
+    if waits:
+        return waits[-1][:300]
+    return lines[0][:300] if lines else "failed"
 
 
 def _bar(done: int, total: int, note: str) -> None:
@@ -275,6 +303,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workload", action="append", default=[], help="a part of a workload's name")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--skip-variant",
+        action="append",
+        default=[],
+        help="an upstream variant not to run, by its whole name (e.g. PreemptionAsync/5000Nodes, whose default "
+        "gates may not finish within scheduler_perf's own timeout on a loaded machine); listed in the JSON line",
+    )
     parser.add_argument("--timeout", type=float, default=900.0)
     parser.add_argument("--out-dir", type=Path, default=Path(".cache/bench-upstream"))
     sys.exit(asyncio.run(main_async(parser.parse_args())))
