@@ -223,6 +223,9 @@ def plot(lines: list[dict[str, Any]], path: Path) -> None:
     xs = range(len(lines))
     axis.bar([x - 0.2 for x in xs], [line["upstream_avg"] or 0 for line in lines], 0.4, label="kube-scheduler v1.37.2")
     axis.bar([x + 0.2 for x in xs], [line["podsched_avg"] for line in lines], 0.4, label="podsched")
+    for x, line in zip(xs, lines, strict=True):
+        if line["upstream_avg"] is None:  # upstream gave no figure (upstream_failed), not zero
+            axis.text(x - 0.2, 5, "no figure", rotation=90, ha="center", va="bottom", fontsize=7)
     axis.set_xticks(list(xs), [line["workload"].replace("/", "\n", 1) for line in lines], fontsize=7)
     axis.set_ylabel("pods/s (SchedulingThroughput average)")
     axis.legend()
