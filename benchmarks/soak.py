@@ -90,6 +90,9 @@ class SoakOptions:
     max_slope: float = 50.0  # MB/hour over the second half, per process, before the soak fails
     full_round: bool = False  # churn on past the duration until every kind of kill was done once
     min_creates: int = 0  # and until this many pods were created (a slow machine still fills the nodes)
+    # How long the events topic, and with it the queue's and the binder's memory, keeps events (None:
+    # the services' default, 1 h). A run must last well beyond it to show memory level off.
+    events_retention: float | None = None
 
 
 @dataclass
@@ -180,6 +183,13 @@ def pod_manifest(name: str, priority: str) -> dict[str, Any]:
     }
 
 
+def retention_env(events_retention: float | None) -> dict[str, str]:
+    """The services' variables for an events retention (the binder sets the topic, the queue follows)."""
+    if events_retention is None:
+        return {}
+    return {"PODSCHED_EVENTS_RETENTION_MS": str(int(events_retention * 1000))}
+
+
 class Soak:
     def __init__(self, options: SoakOptions, cluster: KafkaCluster, run_dir: Path, log: Callable[[str], None]) -> None:
         self.options = options
@@ -191,6 +201,7 @@ class Soak:
             run_dir / "services",
             topic_prefix=f"soak{uuid.uuid4().hex[:8]}.",
             queue_replicas=2,
+            extra_env=retention_env(options.events_retention),
         )
         self.stack = ServiceStack(settings)
         self.run_dir = run_dir
@@ -584,12 +595,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--live-pods", type=int, default=120)
     parser.add_argument("--rate", type=float, default=2.0, help="pods created per second")
     parser.add_argument("--max-slope", type=float, default=50.0, help="MB/hour allowed per process")
+    parser.add_argument(
+        "--events-retention",
+        type=parse_duration,
+        default=None,
+        help="how long events are kept (topic and memory), e.g. 15m; default: the services' 1 h",
+    )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
     print(f"soak seed {seed} (repeat with --seed {seed})", flush=True)
     options = SoakOptions(
         duration=args.duration, seed=seed, kill_every=args.kill_every, live_pods=args.live_pods,
-        creates_per_second=args.rate, max_slope=args.max_slope,
+        creates_per_second=args.rate, max_slope=args.max_slope, events_retention=args.events_retention,
     )  # fmt: skip
     ensure_kafka_installed()
     run_dir = Path(tempfile.mkdtemp(prefix="podsched-soak-"))
