@@ -1,11 +1,18 @@
 """`make bench-restart`: each service's restart time against the length of the history behind the same live
 cluster.
 
-The live cluster is NODES nodes and LIVE pods. History is churn: pods created (ApplyBatch calls of 500,
-bound), then deleted with no grace period, as the issue's reproduction does. At each point of --history
-(cumulative churned pods) every service is restarted on its own (SIGTERM, then started again; the time is
-from the start of the process to gRPC health SERVING, i.e. replaying the log included), then the whole
-stack at once (what `make down && make up` does). Two logs:
+The live cluster is --nodes nodes and --live pods (scheduled). History is churn through the public API:
+--round pods created by ApplyBatch calls of 500, then deleted with no grace period (one Delete each), as
+the issue's reproduction does. The churned pods are created with a nodeName (as a DaemonSet's are), so
+they need no scheduling cycle; --churn-scheduled sends them through the scheduler instead. At each point
+of --history (cumulative churned pods) every service is restarted on its own (SIGTERM, then started
+again; the time is from the start of the process to gRPC health SERVING, i.e. replaying the log
+included; --repeat times, the median reported), then the whole stack at once (what `make down && make
+up` does). A second stack on the same broker holds the same live cluster on a fresh log, and each
+restart of the churned stack's service alternates with one of the fresh stack's: both are timed under
+the same load, which on a shared machine changes more between minutes than the log does. Each line
+also has the records and the bytes the broker's log dir holds per topic, right after the churn and at
+the measurement (after compaction). Two logs:
 
 - `compacted`: the topics as podsched configures them, with test-sized compaction settings
   (docs/topics.md) so the cleaner runs within seconds; the point is measured once the deleted pods'
@@ -14,6 +21,8 @@ stack at once (what `make down && make up` does). Two logs:
   every service replays the whole history, as it did before the object log was compacted.
 
 One JSON line per (mode, history point, service) on stdout, and a PNG of restart seconds against history.
+
+    make bench-restart MODES=compacted HISTORY="0 100000" BENCH_ARGS="--nodes 5000 --live 30000 --round 10000"
 """
 
 from __future__ import annotations
@@ -59,10 +68,14 @@ def node(index: int, labels: dict[str, str] | None = None) -> dict[str, Any]:
     }
 
 
-def pod(namespace: str, name: str) -> dict[str, Any]:
+def pod(namespace: str, name: str, node_name: str = "") -> dict[str, Any]:
+    """A pause pod; with `node_name` it is created bound (as a DaemonSet's or a static pod is) and
+    needs no scheduling cycle."""
     resources = {"cpu": "10m", "memory": "10Mi"}
     container = {"name": "pause", "image": "registry.k8s.io/pause:3.9", "resources": {"requests": resources}}
-    spec = {"containers": [container], "terminationGracePeriodSeconds": 0}
+    spec: dict[str, Any] = {"containers": [container], "terminationGracePeriodSeconds": 0}
+    if node_name:
+        spec["nodeName"] = node_name
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
@@ -139,9 +152,7 @@ async def until(condition: Any, what: str, timeout: float, poke: Any = None) -> 
 
 async def count_records(bootstrap: str, topic: str) -> int:
     """Records Kafka holds on the topic now (read_committed; tombstones and marks included)."""
-    consumer = AIOKafkaConsumer(
-        bootstrap_servers=bootstrap, isolation_level="read_committed", enable_auto_commit=False
-    )
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed", enable_auto_commit=False)
     await consumer.start()
     try:
         partition = TopicPartition(topic, 0)
@@ -157,6 +168,13 @@ async def count_records(bootstrap: str, topic: str) -> int:
         await consumer.stop()
 
 
+def topic_bytes(broker: KafkaBroker, topic: str) -> int:
+    """Bytes the broker's log dir holds for the topic: its one partition's segments and indexes, as
+    allocated on disk (what du counts; Kafka preallocates each index at 10 MiB, sparsely)."""
+    directory = broker.log_dir / f"{topic}-0"
+    return sum(f.stat().st_blocks * 512 for f in directory.iterdir() if f.is_file()) if directory.is_dir() else 0
+
+
 def timed_start(stack: ServiceStack, names: tuple[str, ...]) -> float:
     began = time.monotonic()
     stack.start(names, timeout=600)
@@ -167,96 +185,182 @@ async def in_thread(call: Any, *args: Any) -> Any:
     return await asyncio.to_thread(call, *args)
 
 
-async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
-    prefix = f"restart{uuid.uuid4().hex[:8]}."
-    objects_topic, events_topic = topics(prefix)
-    stack = ServiceStack(
-        StackSettings.on_free_ports(
-            broker.bootstrap_servers,
-            run_dir / prefix.rstrip("."),
-            topic_prefix=prefix,
-            workers=1,
-            service_env={"binder": {**MODES[mode], "PODSCHED_TRANSACTIONAL_ID": f"binder-{prefix}"}},
-        )
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def churning(follower: PodFollower) -> int:
+    return sum(1 for namespace, _ in follower.bound if namespace == "churn")
+
+
+async def churn_round(stub: Any, follower: PodFollower, first: int, size: int, args: argparse.Namespace) -> str:
+    """Create `size` pods (ApplyBatch calls) and delete them again (one Delete each, grace period 0),
+    as the issue's reproduction does; returns how long each phase took. The pods are created with a
+    nodeName (as a DaemonSet's are) unless --churn-scheduled: the records on the log are the same,
+    without a scheduling cycle per pod."""
+    began = time.monotonic()
+    names = [f"churn-{first + i}" for i in range(size)]
+    node_of = (lambda i: f"node-{i % args.nodes}") if args.churn_bound else (lambda i: "")
+    await apply_all(stub, [pod("churn", name, node_of(first + i)) for i, name in enumerate(names)])
+    applied = time.monotonic()
+    await until(lambda: churning(follower) >= size, f"{size} churn pods bound", 600)
+    bound = time.monotonic()
+    await delete_all(stub, "churn", names)
+    await until(lambda: churning(follower) == 0, f"{size} churn pods deleted", 600)
+    follower.deleted.clear()  # the follower's memory stays the size of a round
+    ended = time.monotonic()
+    rate = size / (ended - began)
+    return (
+        f"apply {applied - began:.1f} s, bind {bound - applied:.1f} s, delete {ended - bound:.1f} s: {rate:.0f} pods/s"
     )
-    stack.start()
-    follower = PodFollower(broker.bootstrap_servers, objects_topic)
-    stop = asyncio.Event()
-    follow = asyncio.create_task(follower.run(stop))
-    channel = grpc.aio.insecure_channel(stack.server)
-    stub = api_pb2_grpc.PodSchedStub(channel)
-    results: list[dict[str, Any]] = []
-    pokes = iter(range(10**9))
 
-    async def poke() -> None:
+
+class MeasuredStack:
+    """One stack of services on its own topics of the shared broker, with a follower of its object log
+    and a client of its API."""
+
+    def __init__(self, label: str, mode: str, broker: KafkaBroker, run_dir: Path) -> None:
+        self.label, self.broker = label, broker
+        prefix = f"restart{uuid.uuid4().hex[:8]}."
+        self.objects_topic, self.events_topic = topics(prefix)
+        self.stack = ServiceStack(
+            StackSettings.on_free_ports(
+                broker.bootstrap_servers,
+                run_dir / prefix.rstrip("."),
+                topic_prefix=prefix,
+                workers=1,
+                service_env={"binder": {**MODES[mode], "PODSCHED_TRANSACTIONAL_ID": f"binder-{prefix}"}},
+            )
+        )
+        self.follower = PodFollower(broker.bootstrap_servers, self.objects_topic)
+        self.stopping = asyncio.Event()
+        self.following: asyncio.Task[None] | None = None
+        self.channel: Any = None
+        self.stub: Any = None
+        self.pokes = iter(range(10**9))
+
+    async def start(self) -> None:
+        await in_thread(self.stack.start)
+        self.following = asyncio.create_task(self.follower.run(self.stopping))
+        self.connect()
+
+    def connect(self) -> None:
+        self.channel = grpc.aio.insecure_channel(self.stack.server)
+        self.stub = api_pb2_grpc.PodSchedStub(self.channel)
+
+    async def stop(self) -> None:
+        self.stopping.set()
+        if self.following is not None:
+            await self.following
+        if self.channel is not None:
+            await self.channel.close()
+        await in_thread(self.stack.stop)
+
+    async def build_live(self, args: argparse.Namespace) -> None:
+        """The live cluster: nodes, then pods (created bound, or scheduled with --live-scheduled)."""
+        began = time.monotonic()
+        await apply_all(self.stub, [node(i) for i in range(args.nodes)])
+        node_of = (lambda i: "") if args.live_scheduled else (lambda i: f"node-{i % args.nodes}")
+        await apply_all(self.stub, [pod("live", f"live-{i}", node_of(i)) for i in range(args.live)])
+        bound = lambda: sum(1 for ns, _ in self.follower.bound if ns == "live") == args.live  # noqa: E731
+        await until(bound, "live pods bound", 3600)
+        print(f"{self.label}: live cluster up in {time.monotonic() - began:.1f} s", file=sys.stderr, flush=True)
+
+    async def poke(self) -> None:
         """A write that closes the active segment (only closed ones are compacted)."""
-        await apply_all(stub, [node(0, {"poke": str(next(pokes))})])
+        await apply_all(self.stub, [node(0, {"poke": str(next(self.pokes))})])
 
+    async def compacted(self, live_objects: int, timeout: float) -> None:
+        compacted_by = time.monotonic() + timeout
+        while await count_records(self.broker.bootstrap_servers, self.objects_topic) > 2 * live_objects + 50:
+            if time.monotonic() > compacted_by:
+                print(f"{self.label}: compaction not done within {timeout}s", file=sys.stderr, flush=True)
+                return
+            await self.poke()
+            await asyncio.sleep(0.5)
+
+    async def log_sizes(self) -> dict[str, int]:
+        bootstrap = self.broker.bootstrap_servers
+        return {
+            "objects_records": await count_records(bootstrap, self.objects_topic),
+            "events_records": await count_records(bootstrap, self.events_topic),
+            "objects_bytes": topic_bytes(self.broker, self.objects_topic),
+            "events_bytes": topic_bytes(self.broker, self.events_topic),
+        }
+
+    async def restart(self, names: tuple[str, ...]) -> float:
+        """Seconds from starting `names` again (after SIGTERM) until each serves."""
+        if "queue" in names:
+            await self.channel.close()
+        for name in reversed(names):
+            await in_thread(self.stack.stop_one, name)
+        seconds: float = await in_thread(timed_start, self.stack, names)
+        if "queue" in names:
+            self.connect()
+        return seconds
+
+
+async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Two stacks with the same live cluster on one broker: `fresh` keeps a fresh log, `churned` is churned
+    to each history point. Each service of both is restarted in turn (fresh, churned, fresh, ...), so
+    both are timed under the same load on a shared machine."""
+    fresh = MeasuredStack("fresh", mode, broker, run_dir)
+    churned_stack = MeasuredStack(mode, mode, broker, run_dir)
+    results: list[dict[str, Any]] = []
     try:
-        await apply_all(stub, [node(i) for i in range(args.nodes)])
-        live = [pod("live", f"live-{i}") for i in range(args.live)]
-        await apply_all(stub, live)
-        await until(lambda: sum(1 for ns, _ in follower.bound if ns == "live") == args.live, "live pods bound", 600)
+        for stack in (fresh, churned_stack):
+            await stack.start()
+            await stack.build_live(args)
+        fresh_sizes = await fresh.log_sizes()
         churned = 0
         for point in sorted(set(args.history)):
             began = time.monotonic()
             while churned < point:
                 size = min(args.round, point - churned)
-                names = [f"churn-{churned + i}" for i in range(size)]
-                phase = time.monotonic()
-                await apply_all(stub, [pod("churn", name) for name in names])
-                applied = time.monotonic()
-                keys = {("churn", name) for name in names}
-                await until(lambda k=keys: k <= follower.bound, f"{size} churn pods bound", 600)
-                bound = time.monotonic()
-                await delete_all(stub, "churn", names)
-                await until(lambda k=keys: k <= follower.deleted, f"{size} churn pods deleted", 600)
-                print(
-                    f"{mode}: {churned + size} churned (apply {applied - phase:.1f} s, bind {bound - applied:.1f} s, "
-                    f"delete {time.monotonic() - bound:.1f} s)",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                phases = await churn_round(churned_stack.stub, churned_stack.follower, churned, size, args)
                 churned += size
+                elapsed = time.monotonic() - began
+                print(f"{mode}: {churned} churned ({phases}; {elapsed:.0f} s so far)", file=sys.stderr, flush=True)
             churn_seconds = time.monotonic() - began
-            live_objects = args.nodes + args.live
+            after_churn = {
+                "objects_bytes_after_churn": topic_bytes(broker, churned_stack.objects_topic),
+                "events_bytes_after_churn": topic_bytes(broker, churned_stack.events_topic),
+            }
             if mode == "compacted":
-                compacted_by = time.monotonic() + args.compaction_timeout
-                while await count_records(broker.bootstrap_servers, objects_topic) > 2 * live_objects + 50:
-                    if time.monotonic() > compacted_by:
-                        print(f"{mode}: compaction not done within {args.compaction_timeout}s", file=sys.stderr)
-                        break
-                    await poke()
-                    await asyncio.sleep(0.5)
-            objects_records = await count_records(broker.bootstrap_servers, objects_topic)
-            events_records = await count_records(broker.bootstrap_servers, events_topic)
+                await churned_stack.compacted(args.nodes + args.live, args.compaction_timeout)
             common = {
                 "mode": mode,
                 "history_pods": churned,
                 "live_nodes": args.nodes,
                 "live_pods": args.live,
-                "objects_records": objects_records,
-                "events_records": events_records,
+                "live_pods_created": "scheduled" if args.live_scheduled else "bound (nodeName)",
+                "churn_pods_created": "bound (nodeName)" if args.churn_bound else "scheduled",
+                **await churned_stack.log_sizes(),
+                **after_churn,
                 "churn_seconds": round(churn_seconds, 1),
+                "churn_pods_per_second": round(point / churn_seconds, 1) if point and churn_seconds else None,
+                "fresh_log": fresh_sizes,
             }
-            for name in SERVICES:
-                await in_thread(stack.stop_one, name)
-                seconds = await in_thread(timed_start, stack, (name,))
-                results.append({**common, "service": name, "restart_seconds": round(seconds, 2)})
-                print(json.dumps(results[-1]), flush=True)
-            await channel.close()
-            for name in reversed(SERVICES):
-                await in_thread(stack.stop_one, name)
-            seconds = await in_thread(timed_start, stack, SERVICES)
-            channel = grpc.aio.insecure_channel(stack.server)
-            stub = api_pb2_grpc.PodSchedStub(channel)
-            results.append({**common, "service": "all", "restart_seconds": round(seconds, 2)})
-            print(json.dumps(results[-1]), flush=True)
+            for names in [(name,) for name in SERVICES] + [SERVICES]:
+                times: dict[str, list[float]] = {"fresh": [], "churned": []}
+                for _ in range(args.repeat):
+                    times["fresh"].append(await fresh.restart(names))
+                    times["churned"].append(await churned_stack.restart(names))
+                line = {
+                    **common,
+                    "service": names[0] if len(names) == 1 else "all",
+                    "restart_seconds": round(median(times["churned"]), 2),
+                    "fresh_log_restart_seconds": round(median(times["fresh"]), 2),
+                    "restart_seconds_each": [round(t, 2) for t in times["churned"]],
+                    "fresh_log_restart_seconds_each": [round(t, 2) for t in times["fresh"]],
+                }
+                results.append(line)
+                print(json.dumps(line), flush=True)
     finally:
-        stop.set()
-        await follow
-        await channel.close()
-        stack.stop()
+        for stack in (fresh, churned_stack):
+            await stack.stop()
     return results
 
 
@@ -332,6 +436,18 @@ def main() -> None:
     parser.add_argument("--live", type=int, default=500, help="live pods")
     parser.add_argument("--round", type=int, default=5000, help="pods created (then deleted) at a time")
     parser.add_argument("--compaction-timeout", type=float, default=120.0, help="seconds to wait for compaction")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="restarts of each service per point (the median is reported)"
+    )
+    parser.add_argument(
+        "--live-scheduled", action="store_true", help="live pods go through the scheduler (default: created bound)"
+    )
+    parser.add_argument(
+        "--churn-scheduled",
+        dest="churn_bound",
+        action="store_false",
+        help="churned pods go through the scheduler (default: created with nodeName, no scheduling cycle)",
+    )
     parser.add_argument("--plot", type=Path, default=Path("docs/bench/restart.png"))
     parser.add_argument("--replot", type=Path, action="append", help="only draw the plot from these JSON lines files")
     args = parser.parse_args()
