@@ -15,12 +15,13 @@ Most clusters are small (1-12 nodes) so that pods meet each other; one in twenty
 most 100 so that every node is a preemption candidate (minCandidateNodesAbsolute) and upstream's random
 candidate offset cannot change which nodes are examined.
 
-One cluster in four also has workloads (scheduling.k8s.io/v1beta1 PodGroups, GenericWorkload): some
-running pods are made members of groups (basic or gang, disruptionMode Single or All, their own class),
-and step1 (and step2, if any) bring new groups with pending member pods, whose preemptionPolicy is their
-class's. Such a cluster runs with the GenericWorkload and PodGroupPreemptionPolicy gates on
-(`feature_gates`). The workload draws come after every other draw, so a seed's other clusters are
-the ones it gave before workloads existed.
+About a third of the clusters also have workloads (scheduling.k8s.io/v1beta1 PodGroups, GenericWorkload):
+some running pods are made members of groups (basic or gang, disruptionMode Single or All, their own
+class), and step1 (and step2, if any) bring new groups with pending member pods, whose preemptionPolicy
+is their class's. Such a cluster runs with the GenericWorkload and PodGroupPreemptionPolicy gates on
+(tests/oracle/gates.py). The workload draws come after every other draw and are skipped with
+`workloads=False` (`--no-workloads`, the bounded test in `make test`), so a seed then gives the clusters
+it gave before workloads existed.
 """
 
 from __future__ import annotations
@@ -473,7 +474,7 @@ def pending_pod(
 
 @st.composite
 def clusters(draw: st.DrawFn, workloads: bool = True) -> GeneratedCluster:
-    """A random cluster; `workloads`: one in four has PodGroups (see the module docstring)."""
+    """A random cluster; `workloads`: about a third have PodGroups (see the module docstring)."""
     class_manifests, classes = draw(priority_classes())
     node_count = draw(st.integers(13, 100)) if draw(st.integers(0, 19)) == 0 else draw(st.integers(1, 12))
     node_manifests, rooms = [], []

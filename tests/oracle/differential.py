@@ -754,7 +754,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--no-workloads",
         dest="workloads",
         action="store_false",
-        help="no PodGroups in the random clusters (by default one in four has them, GenericWorkload on)",
+        help="no PodGroups in the random clusters (by default about a third have them, GenericWorkload on)",
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"where differences go (default {DEFAULT_OUT})")
     parser.add_argument(
