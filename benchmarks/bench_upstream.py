@@ -41,13 +41,18 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.scheduler_perf import run_workload
-from benchmarks.upstream_config import COMPARED, load_config, perf_dir, variants, workload_from_config
+from benchmarks.upstream_config import COMPARED, load_config, module_dir, perf_dir, variants, workload_from_config
 from podsched_devstack.cache import cache_root
 from podsched_devstack.gobuild import build_once, find_go, go_env, inputs_hash
 from podsched_devstack.kafka import KafkaBroker, ensure_kafka_installed
 from podsched_devstack.process import DevstackError, repo_root
 
-TOPICS = ("misc", "default_preemption")
+TOPICS = ("misc", "default_preemption", "podgroup/gangscheduling")
+
+
+def binary_name(topic: str) -> str:
+    """The test binary of a scheduler_perf package: ``<last part of its path>.test``."""
+    return f"{topic.rsplit('/', 1)[-1]}.test"
 
 
 def _progress(message: str) -> None:
@@ -63,11 +68,11 @@ def _sources(source: Path) -> list[Path]:
 
 
 def ensure_built() -> Path:
-    """The folder with ``etcd``, ``misc.test`` and ``default_preemption.test``, built if needed
+    """The folder with ``etcd`` and the TOPICS' test binaries (``misc.test``, ...), built if needed
     (first time ~7 min and ~3 GB of memory; it shares Go's build cache with the oracle)."""
     source = module_source()
     folder = cache_root() / "schedperf" / inputs_hash(_sources(source))
-    build_once(folder / "default_preemption.test", lambda: _build(source, folder))
+    build_once(folder / binary_name(TOPICS[-1]), lambda: _build(source, folder))  # built last
     return folder
 
 
@@ -82,7 +87,7 @@ def _build(source: Path, folder: Path) -> None:
     steps = [("etcd", ["build", "-trimpath", "-o", str(folder / "etcd"), "./etcd"])]
     for topic in TOPICS:
         package = f"k8s.io/kubernetes/test/integration/scheduler_perf/{topic}"
-        steps.append((topic, ["test", "-c", "-trimpath", "-o", str(folder / f"{topic}.test"), package]))
+        steps.append((topic, ["test", "-c", "-trimpath", "-o", str(folder / binary_name(topic)), package]))
     for what, args in steps:
         _progress(f"building {what} (log: {folder / 'build.log'})")
         with (folder / "build.log").open("a") as log:
@@ -128,10 +133,10 @@ def run_upstream(binaries: Path, topic: str, name: str, measured_pods: int) -> d
         # The binaries are built with -trimpath (as the oracle, sharing Go's build cache), so the apiserver's
         # test server finds its own package folder the way it does under bazel: TEST_SRCDIR/TEST_WORKSPACE
         # joined with the trimmed path "k8s.io/kubernetes@v1.37.2/...", i.e. the module cache.
-        env.update(TEST_SRCDIR=str(perf_dir(topic).parents[5]), TEST_WORKSPACE=".")
+        env.update(TEST_SRCDIR=str(module_dir().parents[1]), TEST_WORKSPACE=".")
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         cmd = [
-            str(binaries / f"{topic}.test"),
+            str(binaries / binary_name(topic)),
             "-test.run=^$",
             f"-test.bench={_pattern(name)}",
             "-test.benchtime=1x",
@@ -241,7 +246,7 @@ async def main_async(args: argparse.Namespace) -> int:
     for topic, name in chosen:
         config = load_config(topic)
         names = [v for v in variants(config, name) if v not in args.skip_variant]
-        plan.append((topic, name, names, workload_from_config(config, name)))
+        plan.append((topic, name, names, workload_from_config(config, name, perf_dir(topic))))
     steps = args.rounds * sum(len(v) + 1 for _, _, v, _ in plan)
     done = 0
     upstream: dict[str, dict[str, list[dict[str, Any]]]] = {n: {} for _, n, _, _ in plan}

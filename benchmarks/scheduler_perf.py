@@ -25,7 +25,12 @@ Templates (test/integration/scheduler_perf/templates/): node 4 CPU / 32Gi / 110 
 100m/500Mi; pod-low-priority 900m/500Mi, grace 0; pod-high-priority priority 10, 3 CPU/500Mi;
 pod-high-priority-large-cpu priority 10, 9 CPU. Upstream's harness disables Priority admission and
 writes spec.priority directly; here admission is on, so priority 10 comes from a PriorityClass of
-value 10 and priority 0 from a PriorityClass of value 0."""
+value 10 and priority 0 from a PriorityClass of value 0.
+
+GangScheduling (upstream's podgroup/gangscheduling) is read from upstream's own config and templates
+(:data:`UPSTREAM_WORKLOADS`): PodGroups gang-<i> (gang minCount podsPerGroup) created before the measured
+pods, pods test-gang-scheduling-<i> (100m/100Mi) joining gang-<i / podsPerGroup>, with the GenericWorkload
+gate on in every service's scheduler configuration."""
 
 from __future__ import annotations
 
@@ -122,21 +127,54 @@ class Workload:
     measured_template: str
     churn_template: str = ""  # created every churn_interval while the measured pods run
     churn_interval: float = 0.2
+    # Gang workloads (upstream's podgroup/ configs): pod_groups PodGroups, pod_group_manifest(index), are
+    # created before the measured pods, which are measured_manifest(index) instead of measured_template
+    # (upstream's templates rendered; the namespace is set here). feature_gates go into the scheduler
+    # configuration every service reads, as upstream's test case turns them on.
+    measured_manifest: Callable[[int], dict[str, Any]] | None = None
+    pod_groups: int = 0
+    pod_group_manifest: Callable[[int], dict[str, Any]] | None = None
+    feature_gates: tuple[tuple[str, bool], ...] = ()
 
     def scaled(self, factor: float) -> Workload:
         def s(n: int) -> int:
             return max(1, int(n * factor)) if n else 0
 
-        return Workload(
-            self.name,
-            s(self.nodes),
-            s(self.init_pods),
-            self.init_template,
-            s(self.measured_pods),
-            self.measured_template,
-            self.churn_template,
-            self.churn_interval,
+        measured = s(self.measured_pods)
+        if self.pod_groups:  # whole groups: a gang cut short would never schedule
+            measured = s(self.pod_groups) * (self.measured_pods // self.pod_groups)
+        return replace(
+            self,
+            nodes=s(self.nodes),
+            init_pods=s(self.init_pods),
+            measured_pods=measured,
+            pod_groups=s(self.pod_groups),
         )
+
+    def measured_documents(self) -> list[dict[str, Any]]:
+        if self.measured_manifest is None:
+            make = pod_template(self.measured_template)
+            return [make(MEASURED_NAMESPACE, f"pod-{i}") for i in range(self.measured_pods)]
+        return [_in_namespace(self.measured_manifest(i), MEASURED_NAMESPACE) for i in range(self.measured_pods)]
+
+    def pod_group_documents(self) -> list[dict[str, Any]]:
+        if self.pod_group_manifest is None:
+            return []
+        return [_in_namespace(self.pod_group_manifest(i), MEASURED_NAMESPACE) for i in range(self.pod_groups)]
+
+    def scheduler_config(self) -> dict[str, Any] | None:
+        """The KubeSchedulerConfiguration the services run with, or None for podsched's default."""
+        if not self.feature_gates:
+            return None
+        return {
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "KubeSchedulerConfiguration",
+            "featureGates": dict(self.feature_gates),
+        }
+
+
+def _in_namespace(document: dict[str, Any], namespace: str) -> dict[str, Any]:
+    return {**document, "metadata": {**document.get("metadata", {}), "namespace": namespace}}
 
 
 WORKLOADS = {
@@ -157,7 +195,19 @@ SHORT_NAMES = {
     "PreemptionBasic1000": "PreemptionBasic/1000Nodes",
     "PreemptionAsync": "PreemptionAsync/5000Nodes",
     "Unschedulable": "Unschedulable/5kNodes/100Init/10kPods",
+    "GangScheduling": "GangScheduling/5000Nodes_1000Gangs_3000Pods",
 }
+# Workloads whose objects come from upstream's own template files (PodGroups and gang pods), read from
+# the test package's performance-config.yaml and templates/ when chosen: name -> scheduler_perf package.
+UPSTREAM_WORKLOADS = {"GangScheduling/5000Nodes_1000Gangs_3000Pods": "podgroup/gangscheduling"}
+
+
+def workload_named(name: str) -> Workload:
+    if name in WORKLOADS:
+        return WORKLOADS[name]
+    from benchmarks.upstream_config import load_workload  # it imports this module for Workload
+
+    return load_workload(UPSTREAM_WORKLOADS[name], name)
 
 
 # --- the run ------------------------------------------------------------------------------------
@@ -280,12 +330,19 @@ async def run_workload(
     """`measured_phase`, when given, is called as the measured pods start (e.g. to attach a profiler
     to the services) and returns what to call once they are all bound."""
     prefix = f"perf{uuid.uuid4().hex[:8]}."
+    scheduler_config = ""
+    if (config := workload.scheduler_config()) is not None:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        path = run_dir / f"{prefix}scheduler-config.json"  # JSON is YAML
+        path.write_text(json.dumps(config))
+        scheduler_config = str(path)
     stack = ServiceStack(
         StackSettings.on_free_ports(
             broker.bootstrap_servers,
             run_dir / prefix.rstrip("."),
             topic_prefix=prefix,
             workers=workers,
+            scheduler_config=scheduler_config,
             extra_env={"PODSCHED_BATCH_SIZE": str(batch_size)} if batch_size else {},
         )
     )
@@ -309,7 +366,7 @@ async def run_workload(
         await apply_all(stub, [init(INIT_NAMESPACE, f"init-{i}") for i in range(workload.init_pods)], size=apply_batch)
         await wait_bound(watch, INIT_NAMESPACE, workload.init_pods, progress, timeout)
 
-        measured = pod_template(workload.measured_template)
+        await apply_all(stub, workload.pod_group_documents(), size=apply_batch)
         sent_at: dict[str, float] = {}
         ticks: list[tuple[float, int]] = []
         rss_series: list[dict[str, int]] = []
@@ -343,12 +400,7 @@ async def run_workload(
         counters_before = await asyncio.to_thread(counter_snapshot, stack)
         end_measured_phase = measured_phase(stack) if measured_phase is not None else None
         try:
-            await apply_all(
-                stub,
-                [measured(MEASURED_NAMESPACE, f"pod-{i}") for i in range(workload.measured_pods)],
-                sent_at,
-                size=apply_batch,
-            )
+            await apply_all(stub, workload.measured_documents(), sent_at, size=apply_batch)
             deadline = time.monotonic() + timeout
             while watch.count(MEASURED_NAMESPACE) < workload.measured_pods:
                 if time.monotonic() > deadline:
@@ -512,8 +564,8 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    names = [SHORT_NAMES.get(n, n) for n in args.workload] or list(WORKLOADS)
-    unknown = [n for n in names if n not in WORKLOADS]
+    names = [SHORT_NAMES.get(n, n) for n in args.workload] or [*WORKLOADS, *UPSTREAM_WORKLOADS]
+    unknown = [n for n in names if n not in WORKLOADS and n not in UPSTREAM_WORKLOADS]
     if unknown:
         print(f"unknown workload(s) {unknown}; known: {sorted(SHORT_NAMES)}", file=sys.stderr)
         return 2
@@ -524,7 +576,7 @@ async def main_async(args: argparse.Namespace) -> int:
         broker.start(timeout=120)
         try:
             for name in names:
-                workload = WORKLOADS[name].scaled(args.scale)
+                workload = workload_named(name).scaled(args.scale)
                 if args.nodes:  # the scaling runs: same pods, another cluster size
                     workload = replace(workload, nodes=args.nodes)
                 result = await run_workload(

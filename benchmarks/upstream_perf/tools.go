@@ -8,4 +8,5 @@ import (
 	_ "go.etcd.io/etcd/server/v3/etcdmain"
 	_ "k8s.io/kubernetes/test/integration/scheduler_perf/default_preemption"
 	_ "k8s.io/kubernetes/test/integration/scheduler_perf/misc"
+	_ "k8s.io/kubernetes/test/integration/scheduler_perf/podgroup/gangscheduling"
 )
