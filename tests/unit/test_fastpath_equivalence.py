@@ -223,6 +223,8 @@ def random_running_pod(rng: random.Random, name: str, node: str, k: Knobs) -> Po
         builder = builder.start_time(start)
     if rng.random() < 0.6:
         builder = builder.label("app", rng.choice("xyz"))
+    if rng.random() < 0.3:
+        builder = builder.label("tier", rng.choice("ab"))  # a second key: pods matched by several PDBs
     if rng.random() < 0.1:
         builder = builder.terminating(NOW - 1)
     if k.affinity_pods and rng.random() < 0.2:
@@ -331,8 +333,11 @@ def random_incoming_pod(rng: random.Random, name: str, node_names: list[str], pr
 def random_pdbs(rng: random.Random, count: int) -> list[PodDisruptionBudget]:
     pdbs = []
     for i in range(count):
-        app = rng.choice("xyz")
-        pdb = make_pdb(f"pdb-{i}", allowed=rng.choice([0, 0, 1, 2]), app=app)
+        allowed = rng.choice([0, 0, 1, 2])
+        if rng.random() < 0.3:
+            pdb = make_pdb(f"pdb-{i}", allowed=allowed, tier=rng.choice("ab"))
+        else:
+            pdb = make_pdb(f"pdb-{i}", allowed=allowed, app=rng.choice("xyz"))
         if rng.random() < 0.2:
             pdb = replace(pdb, selector=LabelSelector())  # empty: matches nothing in the scheduler
         pdbs.append(pdb)
@@ -732,3 +737,27 @@ def test_a_simulation_with_waves_of_preemptors_is_mostly_scheduled_by_the_fast_p
     columns = columns_of(fast.algorithm)
     assert columns.cycles > 2 * columns.declined
     assert any(cycle.victims for cycle in fast.cycles)
+
+
+def test_a_pod_violating_one_budget_leaves_the_next_budgets_allowance_on_both_paths() -> None:
+    """Upstream's FilterVictimsWithPDBViolation stops at a pod's first PDB that goes below zero: "first"
+    violates "db" and takes nothing from "web", so "second" (counted after it, being less important)
+    still fits "web"'s allowance: evicting it violates no PDB."""
+    node = make_node("n1").capacity(cpu="2", pods="110").obj()
+    first = make_pod("first").uid("first").priority(2).req(cpu="1").label("app", "db").label("tier", "web")
+    second = make_pod("second").uid("second").priority(1).req(cpu="1").label("tier", "web")
+    info = NodeInfo(node)
+    for pod in (first.node("n1").obj(), second.node("n1").obj()):
+        info.add_pod(PodInfo(pod))
+    pdbs = [make_pdb("db", allowed=0, app="db"), make_pdb("web", allowed=1, tier="web")]
+    preemptor = make_pod("p").uid("p").priority(100).req(cpu="1").obj()
+    outcomes = []
+    for columns in (False, True):
+        algorithm = build_algorithm(SchedulerConfig(), Nominator(), offset=lambda n: 0, columns=columns)
+        result = algorithm.schedule(preemptor, Snapshot([info]), pdbs, Nominator(), NOW)
+        assert result.post_filter is not None and result.post_filter.nominated_node_name == "n1"
+        assert [(c.node_name, uids(c.victims), c.num_pdb_violations) for c in result.post_filter.candidates] == [
+            ("n1", ["second"], 0)
+        ], f"columns={columns}"
+        outcomes.append(outcome(result))
+    assert outcomes[0] == outcomes[1]

@@ -168,6 +168,19 @@ def test_pdb_allowance_is_consumed_in_order_and_marks_the_rest_violating() -> No
     assert victim_names(violating) == ["p1", "p2"]
 
 
+def test_a_pod_stops_consuming_budgets_at_the_first_it_violates() -> None:
+    # Upstream's FilterVictimsWithPDBViolation returns at the first PDB that goes below zero, so
+    # "first" (violating "db") never takes "web"'s one disruption, and "second" keeps it.
+    pods = [
+        make_pod("first").label("app", "db").label("tier", "web").obj(),
+        make_pod("second").label("tier", "web").obj(),
+    ]
+    pdbs = [make_pdb("db", allowed=0, app="db"), make_pdb("web", allowed=1, tier="web")]
+    violating, non_violating = filter_pods_with_pdb_violation(pods, pdbs)
+    assert victim_names(violating) == ["first"]
+    assert victim_names(non_violating) == ["second"]
+
+
 def test_pods_in_disrupted_pods_and_other_namespaces_and_empty_selectors_do_not_consume_allowance() -> None:
     pods = [
         make_pod("evicting").label("app", "db").obj(),

@@ -221,7 +221,9 @@ def _reprieve(
     potential_s = by_importance(potential)
     violating_s = np.zeros(potential.shape, np.bool_)
     for matches, allowed in _pdb_rules(columns, rows, width, pdbs):
-        counted = by_importance(matches) & potential_s
+        # A pod that already violates an earlier PDB consumes none of the later ones (upstream stops
+        # at the first PDB that goes below zero).
+        counted = by_importance(matches) & potential_s & ~violating_s
         violating_s |= counted & (np.cumsum(counted, axis=1) > allowed)
 
     # 3. Reprieve order: violating pods, then the rest, each group most important first.

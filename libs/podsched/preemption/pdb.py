@@ -25,8 +25,9 @@ def filter_pods_with_pdb_violation(
     """Split `pods` (order kept) into (violating, non_violating).
 
     Each PDB's disruptionsAllowed is consumed in order on a private copy; a pod already listed in
-    status.disruptedPods is being evicted and consumes nothing. A pod matching several PDBs
-    violates if any of them drops below zero."""
+    status.disruptedPods is being evicted and consumes nothing. A pod matching several PDBs violates
+    at the first that drops below zero and, as upstream's loop returns there, consumes none of the
+    PDBs after it."""
     allowed = [pdb.status.disruptions_allowed for pdb in pdbs]
     violating: list[Pod] = []
     non_violating: list[Pod] = []
@@ -41,6 +42,7 @@ def filter_pods_with_pdb_violation(
                 allowed[index] -= 1
                 if allowed[index] < 0:
                     violates = True
+                    break
         (violating if violates else non_violating).append(pod)
     return violating, non_violating
 
