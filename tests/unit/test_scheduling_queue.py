@@ -256,3 +256,55 @@ def test_equal_priority_pods_requeued_at_the_same_instant_come_out_in_the_order_
     while (info := queue.pop()) is not None:
         order.append(info.pod.name)
     assert order == ["b", "c", "a"]
+
+
+# --- a rejected pod group (AddAttemptedPodGroupIfNeeded) ------------------------------------------
+
+
+def test_pod_group_backoff_doubles_from_one_second_up_to_ten_times_the_square_root_of_its_size() -> None:
+    queue = new_queue(FakeClock())
+    assert [queue.pod_group_backoff_duration(count, 1) for count in range(1, 7)] == [1, 2, 4, 8, 10, 10]
+    # Four pods: at most 10 s * sqrt(4) = 20 s; nine: 30 s.
+    assert [queue.pod_group_backoff_duration(count, 4) for count in range(1, 7)] == [1, 2, 4, 8, 16, 20]
+    assert queue.pod_group_backoff_duration(6, 9) == 30
+    assert queue.pod_group_backoff_duration(0, 4) == 0
+
+
+def _rejected_group(queue: sq.SchedulingQueue, names_: list[str]) -> list[sq.QueuedPodInfo]:
+    for name in names_:
+        queue.add(make_pod(name).group("g").obj())
+    popped = queue.pop()
+    assert popped is not None
+    return [popped, *queue.take_group_members("default", "g")]
+
+
+def test_a_rejected_pod_group_backs_off_as_one_entity_and_no_event_moves_it() -> None:
+    clock = FakeClock()
+    queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
+    infos = _rejected_group(queue, ["g-0", "g-1"])
+    failed = [(info, {names.GANG_SCHEDULING, names.NODE_RESOURCES_FIT}, "rejected") for info in infos]
+    assert queue.add_attempted_pod_group("default", "g", failed, error=False) == sq.BACKOFF
+    assert {queue.location(i.pod.uid) for i in infos} == {sq.BACKOFF}
+    # No unschedulable plugins: no cluster event moves it, and PopFromBackoffQ does not take it early.
+    assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 0
+    assert queue.pop() is None and not queue.can_pop()
+    assert queue.next_backoff_expiry() == clock.now + 1
+    clock.now += 1
+    assert queue.can_pop()
+    infos = [queue.pop(), *queue.take_group_members("default", "g")]
+    assert len(infos) == 2
+    # A second rejection doubles the backoff; a scheduled group starts over.
+    failed = [(info, {names.GANG_SCHEDULING}, "rejected") for info in infos if info is not None]
+    queue.add_attempted_pod_group("default", "g", failed, error=False)
+    assert queue.next_backoff_expiry() == clock.now + 2
+
+
+def test_a_pod_added_to_a_group_in_backoff_waits_with_it() -> None:
+    clock = FakeClock()
+    queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
+    infos = _rejected_group(queue, ["g-0"])
+    queue.add_attempted_pod_group("default", "g", [(infos[0], {names.GANG_SCHEDULING}, "rejected")], error=False)
+    queue.add(make_pod("g-1").group("g").obj())
+    assert queue.pop() is None
+    clock.now += 1
+    assert queue.pop() is not None

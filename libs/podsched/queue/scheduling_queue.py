@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -52,6 +53,9 @@ class QueuedPodInfo:
     consecutive_errors: int = 0
     unschedulable_since: float = 0.0
     last_failure_message: str = ""
+    # Set while the pod waits with its rejected pod group: the group's backoff expiry, which it
+    # waits out in the error backoffQ (see `add_attempted_pod_group`); None otherwise.
+    group_backoff_expiry: float | None = None
 
     @property
     def pod(self) -> Pod:
@@ -60,6 +64,15 @@ class QueuedPodInfo:
     @property
     def priority(self) -> int:
         return self.pod_info.pod.priority
+
+
+@dataclass(slots=True)
+class PodGroupQueueingParams:
+    """The QueueingParams of upstream's QueuedPodGroupInfo that decide a rejected group's backoff:
+    they belong to the group entity, not to its pods, and live while any pod of it is queued."""
+
+    unschedulable_count: int = 0
+    consecutive_errors: int = 0
 
 
 ACTIVE = "activeQ"
@@ -129,6 +142,7 @@ class SchedulingQueue:
         self.pre_enqueue = pre_enqueue
         self._gated: dict[str, Status] = {}  # uid -> the PreEnqueue status holding it back
         self._group_members: dict[tuple[str, str], set[str]] = {}  # (namespace, group) -> queued uids
+        self._group_params: dict[tuple[str, str], PodGroupQueueingParams] = {}
         # The plugins' EventsToRegister: which events may make a pod a plugin rejected schedulable.
         self.queueing_hints = queueing_hints if queueing_hints is not None else default_queueing_hints()
         self.initial_backoff = initial_backoff
@@ -142,6 +156,10 @@ class SchedulingQueue:
         self._stamps = itertools.count(1)
         self._active: list[tuple[int, float, int, int, str]] = []
         self._backoff: list[tuple[float, int, float, int, int, str]] = []
+        # entityErrorBackoffQ: entities with no rejector plugins, ordered by backoff expiry alone and
+        # never popped before it (PopFromBackoffQ pops entityBackoffQ only). Rejected pod groups
+        # wait here: upstream's group entity carries no unschedulable plugins.
+        self._error_backoff: list[tuple[float, int, str]] = []
         self._where: dict[str, str] = {}  # uid -> ACTIVE / BACKOFF / UNSCHEDULABLE / IN_FLIGHT
         # The pods in unschedulablePods, each with the order it first entered `_where`: events scan
         # only these (not every pending pod), in the order a scan of `_where` would visit them.
@@ -182,6 +200,9 @@ class SchedulingQueue:
         uid = info.pod.uid
         self._entry_seq[uid] = seq
         self._place(uid, BACKOFF)
+        if info.group_backoff_expiry is not None:
+            heapq.heappush(self._error_backoff, (info.group_backoff_expiry, seq, uid))
+            return
         heapq.heappush(self._backoff, (self.backoff_expiry(info), -info.priority, info.timestamp, info.stamp, seq, uid))
 
     def backoff_duration(self, info: QueuedPodInfo) -> float:
@@ -196,7 +217,24 @@ class SchedulingQueue:
         return min(duration, self.max_backoff)
 
     def backoff_expiry(self, info: QueuedPodInfo) -> float:
+        if info.group_backoff_expiry is not None:
+            return info.group_backoff_expiry
         return info.timestamp + self.backoff_duration(info)
+
+    def pod_group_backoff_duration(self, count: int, size: int) -> float:
+        """upstream's calculateBackoffDuration for an entity of `size` pods after `count` attempts:
+        initial * 2^(count-1), capped at max times the square root of the size (for more than one
+        pod), in whole nanoseconds as upstream's time.Duration arithmetic."""
+        if count == 0 or self.max_backoff == 0:
+            return 0.0
+        initial = round(self.initial_backoff * 1e9)
+        max_backoff = round(self.max_backoff * 1e9)
+        if size > 1:
+            max_backoff = int(float(max_backoff) * math.sqrt(size))
+        shift = count - 1
+        if initial > max_backoff >> shift:
+            return max_backoff / 1e9
+        return (initial << shift) / 1e9
 
     def is_backing_off(self, info: QueuedPodInfo) -> bool:
         return self.backoff_expiry(info) > self.clock()
@@ -233,7 +271,13 @@ class SchedulingQueue:
         uid = info.pod.uid
         if status is None:
             self._gated.pop(uid, None)
-            self._push_active(info)
+            expiry = self._group_backoff_expiry(info.pod)
+            if expiry is not None and expiry > self.clock():
+                # The group entity is in backoffQ: a pod added to it waits there with it.
+                info.group_backoff_expiry = expiry
+                self._push_backoff(info)
+            else:
+                self._push_active(info)
             return True
         self._gated[uid] = status
         info.unschedulable_plugins = {status.plugin}
@@ -241,6 +285,16 @@ class SchedulingQueue:
         info.unschedulable_since = self.clock()
         self._place(uid, UNSCHEDULABLE)
         return False
+
+    def _group_backoff_expiry(self, pod: Pod) -> float | None:
+        """The backoff expiry of the pod's group while another pod of it waits in backoffQ."""
+        if pod.spec.pod_group_name is None:
+            return None
+        for uid in self._group_members.get((pod.namespace, pod.spec.pod_group_name), ()):
+            other = self._infos.get(uid)
+            if uid != pod.uid and other is not None and self._where.get(uid) == BACKOFF:
+                return other.group_backoff_expiry
+        return None
 
     def gated_status(self, uid: str) -> Status | None:
         """The PreEnqueue status holding the pod out of the active queue, if one does."""
@@ -279,6 +333,7 @@ class SchedulingQueue:
             info = self._infos[uid]
             self._place(uid, IN_FLIGHT)
             self._entry_seq.pop(uid, None)
+            info.group_backoff_expiry = None
             info.attempts += 1
             if info.initial_attempt_timestamp is None:
                 info.initial_attempt_timestamp = self.clock()
@@ -320,9 +375,7 @@ class SchedulingQueue:
     def delete(self, pod: Pod) -> None:
         if self.pre_enqueue is not None and pod.spec.pod_group_name is not None:
             self._gated.pop(pod.uid, None)
-            members = self._group_members.get((pod.namespace, pod.spec.pod_group_name))
-            if members is not None:
-                members.discard(pod.uid)
+            self._discard_group_member(pod.namespace, pod.spec.pod_group_name, pod.uid)
         known = self._infos.pop(pod.uid, None) is not None
         self._forget(pod.uid)
         self._entry_seq.pop(pod.uid, None)
@@ -362,10 +415,26 @@ class SchedulingQueue:
             return self._infos[uid]
         return None
 
+    def _pop_error_backoff_expired(self) -> QueuedPodInfo | None:
+        now = self.clock()
+        while self._error_backoff:
+            expiry, seq, uid = self._error_backoff[0]
+            if self._entry_seq.get(uid) != seq or self._where.get(uid) != BACKOFF:
+                heapq.heappop(self._error_backoff)
+                continue
+            if expiry > now:
+                return None
+            heapq.heappop(self._error_backoff)
+            return self._infos[uid]
+        return None
+
     def flush_backoff_completed(self) -> int:
         """Move every pod whose backoff has expired to activeQ."""
         moved = 0
         while (info := self._pop_heap_backoff(only_expired=True)) is not None:
+            self._push_active(info)
+            moved += 1
+        while (info := self._pop_error_backoff_expired()) is not None:
             self._push_active(info)
             moved += 1
         return moved
@@ -381,6 +450,7 @@ class SchedulingQueue:
         uid = info.pod.uid
         self._place(uid, IN_FLIGHT)
         self._entry_seq.pop(uid, None)
+        info.group_backoff_expiry = None
         info.attempts += 1
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = self.clock()
@@ -406,9 +476,16 @@ class SchedulingQueue:
             info = self._infos.pop(uid, None)
             self._forget(uid)
             if self.pre_enqueue is not None and info is not None and info.pod.spec.pod_group_name is not None:
-                members = self._group_members.get((info.pod.namespace, info.pod.spec.pod_group_name))
-                if members is not None:
-                    members.discard(uid)
+                self._discard_group_member(info.pod.namespace, info.pod.spec.pod_group_name, uid)
+
+    def _discard_group_member(self, namespace: str, name: str, uid: str) -> None:
+        """The pod left the queue; a group with no queued pod left is no entity any more, and one
+        queued later starts with fresh QueueingParams."""
+        members = self._group_members.get((namespace, name))
+        if members is not None:
+            members.discard(uid)
+            if not members:
+                self._group_params.pop((namespace, name), None)
 
     def add_unschedulable_if_not_present(
         self, info: QueuedPodInfo, rejector_plugins: set[str], error: bool = False, message: str = ""
@@ -440,6 +517,48 @@ class SchedulingQueue:
         self._place(uid, UNSCHEDULABLE)
         return UNSCHEDULABLE
 
+    def add_attempted_pod_group(
+        self, namespace: str, name: str, failed: list[tuple[QueuedPodInfo, set[str], str]], error: bool
+    ) -> str:
+        """AddAttemptedPodGroupIfNeeded after a pod-group cycle that did not succeed: the group's pods
+        (`failed`: each with its rejectors and message) go back as one entity, to backoffQ while the
+        group backs off, else to activeQ, and never to the unschedulable pool, whatever rejected
+        them: the group entity carries no unschedulable plugins, so no cluster event moves it; it
+        is retried when its backoff ends. A rejected group counts one more unschedulable attempt
+        and clears its error count; an `error` counts one more consecutive error. The backoff runs
+        from now (the group's Timestamp): initial * 2^(count-1), at most max * sqrt(group size).
+        Returns where the pods went ("" if none is queued any more)."""
+        now = self.clock()
+        live = [entry for entry in failed if entry[0].pod.uid in self._infos]
+        for info, _, _ in failed:
+            self._in_flight.end(info.pod.uid)
+        if not live:
+            return ""
+        params = self._group_params.setdefault((namespace, name), PodGroupQueueingParams())
+        if error:
+            params.consecutive_errors += 1
+        else:
+            params.unschedulable_count += 1
+            params.consecutive_errors = 0
+        count = params.consecutive_errors or params.unschedulable_count
+        expiry = now + self.pod_group_backoff_duration(count, len(live))
+        backing_off = expiry > now
+        for info, rejector_plugins, message in live:
+            # Each pod's own Timestamp, refreshed in the order the failure handler saw them (the
+            # group's next cycle takes its pods in that order).
+            info.timestamp = now
+            info.stamp = next(self._stamps)
+            info.last_failure_message = message
+            info.unschedulable_plugins = set(rejector_plugins)
+            info.consecutive_errors = params.consecutive_errors
+            if backing_off:
+                info.group_backoff_expiry = expiry
+                self._push_backoff(info)
+            else:
+                info.group_backoff_expiry = None
+                self._push_active(info)
+        return BACKOFF if backing_off else ACTIVE
+
     def requeue_after_group_success(self, info: QueuedPodInfo, rejector_plugins: set[str], message: str) -> None:
         """AddAttemptedPodGroupIfNeeded after a successful pod-group cycle: the group's pods that were
         not placed go straight back to activeQ and keep their queue time (upstream preserves the
@@ -452,6 +571,11 @@ class SchedulingQueue:
         info.last_failure_message = message
         info.unschedulable_plugins = set(rejector_plugins)
         info.consecutive_errors = 0
+        info.group_backoff_expiry = None
+        name = info.pod.spec.pod_group_name
+        if name is not None:
+            # The group was scheduled: its attempt counts start over.
+            self._group_params.pop((info.pod.namespace, name), None)
         self._push_active(info)
 
     # --- events -------------------------------------------------------------------------------
@@ -508,6 +632,38 @@ class SchedulingQueue:
             counts[UNSCHEDULABLE] -= gated
         return counts
 
+    def can_pop(self) -> bool:
+        """Whether `pop` would return a pod now: one is in activeQ, its backoff has ended, or
+        PopFromBackoffQ may take it from entityBackoffQ early (never from entityErrorBackoffQ)."""
+        now = self.clock()
+        if any(self._entry_seq.get(e[4]) == e[3] and self._where.get(e[4]) == ACTIVE for e in self._active):
+            return True
+        if any(
+            self._entry_seq.get(e[5]) == e[4]
+            and self._where.get(e[5]) == BACKOFF
+            and (self.pop_from_backoff_q or e[0] <= now)
+            for e in self._backoff
+        ):
+            return True
+        return any(
+            self._entry_seq.get(e[2]) == e[1] and self._where.get(e[2]) == BACKOFF and e[0] <= now
+            for e in self._error_backoff
+        )
+
+    def longest_error_backoff(self) -> float:
+        """The longest backoff an entity in the error backoffQ can get: max_backoff times the square
+        root of the largest group waiting there."""
+        sizes: dict[tuple[str, str], int] = {}
+        for _, seq, uid in self._error_backoff:
+            info = self._infos.get(uid)
+            if info is not None and self._entry_seq.get(uid) == seq and self._where.get(uid) == BACKOFF:
+                key = (info.pod.namespace, info.pod.spec.pod_group_name or "")
+                sizes[key] = sizes.get(key, 0) + 1
+        return self.max_backoff * math.sqrt(max(sizes.values(), default=1))
+
     def next_backoff_expiry(self) -> float | None:
-        live = [e for e in self._backoff if self._entry_seq.get(e[5]) == e[4] and self._where.get(e[5]) == BACKOFF]
-        return min((e[0] for e in live), default=None)
+        live = [e[0] for e in self._backoff if self._entry_seq.get(e[5]) == e[4] and self._where.get(e[5]) == BACKOFF]
+        live += [
+            e[0] for e in self._error_backoff if self._entry_seq.get(e[2]) == e[1] and self._where.get(e[2]) == BACKOFF
+        ]
+        return min(live, default=None)

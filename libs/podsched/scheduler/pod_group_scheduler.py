@@ -122,7 +122,8 @@ def actuate_pod_group_result(cluster: Cluster, result: PodGroupResult, now: floa
     4. The PodGroupInitiallyScheduled condition.
 
     Returns one entry per pod, in the result's order. A rejected group's pods all carry
-    GangScheduling among their rejectors, so they wait and return to the queue together."""
+    GangScheduling among their rejectors (what they report); the queue takes them back as one
+    entity that backs off and is retried whatever happens (`add_attempted_pod_group`)."""
     placements = [(r.pod.uid, r.node_name) for r in result.pods if r.node_name]
     bind_error = ""
     if placements:

@@ -239,7 +239,10 @@ class Simulator:
             algorithm, group, pods, snapshot, self.cluster.pdb_list(), self.queue.nominator, self.now
         )
         writes = actuate_pod_group_result(self.cluster, result, self.now)
+        # A group whose placed pods bound was scheduled; one the binder refused failed with an error.
+        scheduled = result.scheduled and any(write.node_name for write in writes)
         popped_log: CycleLog | None = None
+        failed: list[tuple[sq.QueuedPodInfo, set[str], str]] = []
         for (info, pod), write in zip(queued, writes, strict=True):
             log = CycleLog(self.now, f"{pod.namespace}/{pod.name}", info.attempts, write.node_name, write.message)
             log.nominated = write.nominated_node_name
@@ -248,12 +251,17 @@ class Simulator:
                 popped_log = log
             if not write.node_name:
                 fresh = self.queue.info(pod.uid) or info
-                if result.scheduled and not write.error:
+                if not scheduled:
+                    failed.append((fresh, set(write.rejector_plugins), write.message))
+                elif not write.error:
                     self.queue.requeue_after_group_success(fresh, set(write.rejector_plugins), write.message)
                 else:
                     self.queue.add_unschedulable_if_not_present(
-                        fresh, set(write.rejector_plugins), error=write.error, message=write.message
+                        fresh, set(write.rejector_plugins), error=True, message=write.message
                     )
+        if failed:
+            error = not result.status.is_rejected or any(write.error for write in writes)
+            self.queue.add_attempted_pod_group(group.namespace, group.name, failed, error=error)
         return popped_log
 
     def _handle_failure(self, info: sq.QueuedPodInfo, pod: Pod, result: CycleResult, log: CycleLog) -> None:
@@ -286,19 +294,30 @@ class Simulator:
         for. Pods left in the unschedulable pool would only be retried by the 5-minute flush, which
         cannot succeed because nothing changed since they failed. Returns the cycles run."""
         cycles = 0
+        quiet_version, quiet_since = -1, self.now
         while cycles < max_cycles:
             self.cluster.complete_terminations()
             self.cluster.reconcile()
-            counts = self.queue.pending_counts()
-            if counts[sq.ACTIVE] or (counts[sq.BACKOFF] and self.queue.pop_from_backoff_q):
+            if self.queue.can_pop():
                 if self.schedule_one() is not None:
                     cycles += 1
                 continue
-            next_times = [
-                t for t in (self.cluster.next_termination_time(), self.queue.next_backoff_expiry()) if t is not None
-            ]
+            termination = self.cluster.next_termination_time()
+            backoff = self.queue.next_backoff_expiry()
+            next_times = [t for t in (termination, backoff) if t is not None]
             if not next_times:
                 break
+            if termination is None:
+                # Only rejected pod groups wait, in the error backoffQ, and are retried after each
+                # backoff whatever happens, as upstream's: once their longest backoff has passed
+                # without a write to the cluster, every one had a retry that changed nothing.
+                version = self.cluster.resource_version
+                if version != quiet_version:
+                    quiet_version, quiet_since = version, self.now
+                elif self.now - quiet_since > self.queue.longest_error_backoff() + sq.BACKOFF_FLUSH_INTERVAL:
+                    break
+            else:
+                quiet_version = -1
             self.now = max(self.now, min(next_times))
             self.queue.flush_unschedulable_leftover()
         return cycles
