@@ -82,16 +82,7 @@ class Binder:
             )
         if pod.metadata.deletion_timestamp is not None:
             raise BindError(BIND_POD_TERMINATING, f"pod {pod.namespace}/{pod.name} is being deleted")
-        info = self.store.node_infos.get(node_name)
-        if info is None:
-            raise BindError(BIND_NODE_NOT_FOUND, f'node "{node_name}" not found')
-        insufficient = fits_request(pod_requests(pod), info)
-        if insufficient:
-            reasons = ", ".join(i.reason for i in insufficient)
-            raise BindError(
-                BIND_WOULD_OVERCOMMIT,
-                f"binding {pod.namespace}/{pod.name} to {node_name} would overcommit it: {reasons}",
-            )
+        _node_with_room(pod, node_name, self.store.node_infos.get(node_name))
         now = self.clock()
         status = replace(
             pod.status,
@@ -122,16 +113,7 @@ class Binder:
                 raise BindError(BIND_POD_NOT_FOUND, f"pod with uid {pod_uid} not found")
             if pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
                 return [self.bind(pod_uid, node_name)]  # raises the refusal `bind` gives
-            info = planned.get(node_name) or self.store.node_infos.get(node_name)
-            if info is None:
-                raise BindError(BIND_NODE_NOT_FOUND, f'node "{node_name}" not found')
-            insufficient = fits_request(pod_requests(pod), info)
-            if insufficient:
-                reasons = ", ".join(i.reason for i in insufficient)
-                raise BindError(
-                    BIND_WOULD_OVERCOMMIT,
-                    f"binding {pod.namespace}/{pod.name} to {node_name} would overcommit it: {reasons}",
-                )
+            info = _node_with_room(pod, node_name, planned.get(node_name) or self.store.node_infos.get(node_name))
             if node_name not in planned:
                 info = info.clone()
                 planned[node_name] = info
@@ -254,3 +236,19 @@ class Binder:
         return self.node_agent.start_termination(
             victim, victim.spec.termination_grace_period_seconds, with_condition(victim, condition)
         )
+
+
+def _node_with_room(pod: Pod, node_name: str, info: NodeInfo | None) -> NodeInfo:
+    """`info`, the node `pod` is to be bound to, unless the bind is refused (BindError): an unknown
+    node, or one it would overcommit (requests of bound plus terminating pods must stay within
+    allocatable)."""
+    if info is None:
+        raise BindError(BIND_NODE_NOT_FOUND, f'node "{node_name}" not found')
+    insufficient = fits_request(pod_requests(pod), info)
+    if insufficient:
+        reasons = ", ".join(i.reason for i in insufficient)
+        raise BindError(
+            BIND_WOULD_OVERCOMMIT,
+            f"binding {pod.namespace}/{pod.name} to {node_name} would overcommit it: {reasons}",
+        )
+    return info

@@ -331,13 +331,7 @@ class SchedulingQueue:
             if self._where.get(uid) not in (ACTIVE, BACKOFF, UNSCHEDULABLE) or uid in self._gated:
                 continue
             info = self._infos[uid]
-            self._place(uid, IN_FLIGHT)
-            self._entry_seq.pop(uid, None)
-            info.group_backoff_expiry = None
-            info.attempts += 1
-            if info.initial_attempt_timestamp is None:
-                info.initial_attempt_timestamp = self.clock()
-            self._in_flight.begin(uid)
+            self._start_attempt(info)
             taken.append(info)
         taken.sort(key=lambda i: (-i.priority, i.timestamp, i.stamp))
         return taken
@@ -447,6 +441,11 @@ class SchedulingQueue:
             info = self._pop_heap_backoff(only_expired=False)
         if info is None:
             return None
+        self._start_attempt(info)
+        return info
+
+    def _start_attempt(self, info: QueuedPodInfo) -> None:
+        """A popped pod: in flight, with one more attempt (the first one's time kept)."""
         uid = info.pod.uid
         self._place(uid, IN_FLIGHT)
         self._entry_seq.pop(uid, None)
@@ -455,7 +454,6 @@ class SchedulingQueue:
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = self.clock()
         self._in_flight.begin(uid)
-        return info
 
     def unpop(self, info: QueuedPodInfo) -> None:
         """Return a popped pod that was not attempted (a batch stopped before it) to activeQ, as if
