@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from podsched_devstack.kafka import DevstackError
+from podsched_devstack.kafka import DevstackError, KafkaBroker
 from podsched_devstack.services import ServiceStack, StackSettings
 
 
@@ -23,3 +26,19 @@ def running(settings: StackSettings) -> Iterator[ServiceStack]:
         yield stack
     finally:
         stack.stop()
+
+
+def running_with_config(kafka: KafkaBroker, tmp_path: Path, config: str, **settings: Any) -> Iterator[ServiceStack]:
+    """`running` for a stack on its own topics whose services read `config` (a
+    KubeSchedulerConfiguration's text) as their scheduler configuration."""
+    config_file = tmp_path / "scheduler-config.yaml"
+    config_file.write_text(config)
+    return running(
+        StackSettings.on_free_ports(
+            kafka.bootstrap_servers,
+            tmp_path / "services",
+            topic_prefix=f"t{uuid.uuid4().hex[:10]}.",
+            scheduler_config=str(config_file),
+            **settings,
+        )
+    )

@@ -6,7 +6,6 @@ Jaeger carry the group's name and size."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +19,8 @@ from podsched_cli.main import main
 from podsched_devstack import jaeger as jaeger_api
 from podsched_devstack.jaeger import Jaeger
 from podsched_devstack.kafka import KafkaBroker
-from podsched_devstack.services import ServiceStack, StackSettings, scrape, value
-from stacks import running
+from podsched_devstack.services import ServiceStack, scrape, value
+from stacks import running_with_config
 
 GATE_ON = """apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -33,17 +32,7 @@ WAITING = "waiting for minCount pods from a gang to appear in scheduling queue"
 
 @pytest.fixture
 def gang_stack(kafka: KafkaBroker, jaeger: Jaeger, tmp_path: Path) -> Iterator[ServiceStack]:
-    config_file = tmp_path / "scheduler-config.yaml"
-    config_file.write_text(GATE_ON)
-    settings = StackSettings.on_free_ports(
-        kafka.bootstrap_servers,
-        tmp_path / "services",
-        topic_prefix=f"t{uuid.uuid4().hex[:10]}.",
-        workers=0,
-        scheduler_config=str(config_file),
-        otlp_endpoint=jaeger.otlp_endpoint,
-    )
-    started = running(settings)
+    started = running_with_config(kafka, tmp_path, GATE_ON, workers=0, otlp_endpoint=jaeger.otlp_endpoint)
     yield next(started)
     started.close()
 

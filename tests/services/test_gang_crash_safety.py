@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,9 @@ from crash_load import Submitter, settle, supervise, wait_for_acks
 from live_api import Api
 from manifest_dicts import COMMON, node, pod
 from podsched_devstack.kafka import KafkaBroker
-from podsched_devstack.services import ServiceStack, StackSettings
+from podsched_devstack.services import ServiceStack
 from podsched_proto.events.v1.events_pb2 import ObjectChange
-from stacks import running
+from stacks import running_with_config
 
 NODES = 10
 CPUS_PER_NODE = 4
@@ -39,16 +38,7 @@ featureGates:
 
 @pytest.fixture
 def gang_stack(kafka: KafkaBroker, tmp_path: Path) -> Iterator[ServiceStack]:
-    config_file = tmp_path / "scheduler-config.yaml"
-    config_file.write_text(GATE_ON)
-    settings = StackSettings.on_free_ports(
-        kafka.bootstrap_servers,
-        tmp_path / "services",
-        topic_prefix=f"t{uuid.uuid4().hex[:10]}.",
-        workers=2,
-        scheduler_config=str(config_file),
-    )
-    started = running(settings)
+    started = running_with_config(kafka, tmp_path, GATE_ON, workers=2)
     yield next(started)
     started.close()
 

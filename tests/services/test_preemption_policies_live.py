@@ -16,8 +16,8 @@ from live_api import Api
 from manifest_dicts import COMMON, node, pdb, pod
 from podsched_cli.main import main
 from podsched_devstack.kafka import KafkaBroker
-from podsched_devstack.services import ServiceStack, StackSettings
-from stacks import running
+from podsched_devstack.services import ServiceStack
+from stacks import running_with_config
 
 TOLERATION = """
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -54,16 +54,7 @@ LONG_AGO = "2025-12-31T23:00:00Z"
 
 
 def stack_with(kafka: KafkaBroker, tmp_path: Path, config: str) -> Iterator[ServiceStack]:
-    config_file = tmp_path / "scheduler-config.yaml"
-    config_file.write_text(config)
-    settings = StackSettings.on_free_ports(
-        kafka.bootstrap_servers,
-        tmp_path / "services",
-        topic_prefix=f"t{uuid.uuid4().hex[:10]}.",
-        workers=2,
-        scheduler_config=str(config_file),
-    )
-    return running(settings)
+    return running_with_config(kafka, tmp_path, config, workers=2)
 
 
 def apply(api: Api, *documents: object) -> None:
