@@ -9,7 +9,9 @@ plugins, PostFilter result, preemption candidates) and the round-robin start ind
 after every cycle. Clusters above 100 nodes make percentageOfNodesToScore sample. Between cycles the
 decision is applied to the shared NodeInfos (and nodes are relabelled, added and removed), so the
 column strategy's incremental columns are exercised too, in both freshness modes. Whole simulations (many pods,
-preemption with grace periods) are then run both ways and their pods and events compared.
+preemption with grace periods) are then run both ways and their pods and events compared, and so
+are whole simulations with pod groups (GenericWorkload: gangs and basic groups whose pod-group cycles
+assume each member for the next, rejected gangs, pod-group preemption).
 
 Hypothesis draws the knobs of each scenario and a seed for the bulk of it, which keeps examples
 cheap at 150 nodes; a failing example still shrinks to the smallest knobs and prints its seed.
@@ -28,13 +30,19 @@ from hypothesis import strategies as st
 
 from builders import make_node, make_pdb, make_pod, make_priority_class
 from podsched.api.types import (
+    DISRUPTION_MODE_ALL,
+    DISRUPTION_MODE_SINGLE,
+    SCHEDULING_POLICY_BASIC,
+    SCHEDULING_POLICY_GANG,
     Affinity,
     LabelSelector,
     Node,
     NodeSelectorRequirement,
     NodeSelectorTerm,
+    ObjectMeta,
     Pod,
     PodDisruptionBudget,
+    PodGroup,
     PreferredSchedulingTerm,
 )
 from podsched.api.types import NodeAffinity as NodeAffinitySpec
@@ -761,3 +769,92 @@ def test_a_pod_violating_one_budget_leaves_the_next_budgets_allowance_on_both_pa
         ], f"columns={columns}"
         outcomes.append(outcome(result))
     assert outcomes[0] == outcomes[1]
+
+
+# --- whole simulations with pod groups (GenericWorkload) ------------------------------------------
+
+GENERIC_WORKLOAD = SchedulerConfig(feature_gates=(("GenericWorkload", True),))
+
+
+@dataclass(frozen=True)
+class GangWorkload:
+    seed: int
+    nodes: int
+    waves: int
+    groups: int  # pod groups in each wave, beside as many ungrouped pods
+    random_offsets: bool
+
+
+gang_workloads = st.builds(
+    GangWorkload,
+    seed=st.integers(0, 2**32 - 1),
+    nodes=st.one_of(st.integers(1, 6), st.integers(2, 8), st.integers(100, 104)),
+    waves=st.sampled_from([1, 2, 3]),
+    groups=st.integers(1, 6),
+    random_offsets=st.booleans(),
+)
+
+
+def gang_workload_objects(w: GangWorkload) -> list[list[Any]]:
+    """Nodes, then waves of gangs and basic groups (each a few pods of one priority, some too big to
+    fit whole, so later and higher waves preempt whole groups) mixed with ungrouped pods."""
+    rng = random.Random(w.seed)
+    setup: list[Any] = [make_priority_class(name, value) for name, value in CLASSES]
+    for i in range(w.nodes):
+        node = make_node(f"node-{i}").capacity(cpu=rng.choice(["2", "4"]), memory="16Gi", pods=rng.choice([4, 110]))
+        if rng.random() < 0.15:
+            node = node.taint("dedicated", "a", rng.choice(["NoSchedule", "PreferNoSchedule"]))
+        setup.append(node.obj())
+    waves = [setup]
+    for wave in range(w.waves):
+        objects: list[Any] = []
+        for g in range(w.groups):
+            name = f"g{wave}-{g}"
+            class_name, _ = rng.choice(CLASSES[wave : wave + 2])
+            size = rng.randint(1, 4)
+            is_gang = rng.random() < 0.75
+            objects.append(
+                PodGroup(
+                    ObjectMeta(name=name, namespace="default"),
+                    SCHEDULING_POLICY_GANG if is_gang else SCHEDULING_POLICY_BASIC,
+                    rng.randint(1, size) if is_gang else 0,
+                    DISRUPTION_MODE_ALL if rng.random() < 0.3 else DISRUPTION_MODE_SINGLE,
+                    priority_class_name=class_name,
+                )
+            )
+            cpu = rng.choice(["250m", "500m", "1", "1500m"])
+            for m in range(size):
+                member = make_pod(f"{name}-{m}").uid(f"uid-{name}-{m}").priority_class(class_name).req(cpu=cpu)
+                if rng.random() < 0.2:
+                    member = member.toleration("dedicated", "a")
+                objects.append(member.group(name).obj())
+            loose = make_pod(f"w{wave}-{g}").uid(f"uid-w{wave}-{g}").priority_class(rng.choice(CLASSES)[0])
+            objects.append(loose.req(cpu=rng.choice(["250m", "1", "2"])).grace(rng.choice([0, 5])).obj())
+        waves.append(objects)
+    return waves
+
+
+def simulate_gangs(sim: Simulator, w: GangWorkload) -> Simulator:
+    for objects in gang_workload_objects(w):
+        for obj in objects:
+            sim.cluster.apply(obj)
+        sim.run_until_quiescent(max_cycles=2000)
+    return sim
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(gang_workloads)
+def test_whole_simulations_with_pod_groups_end_the_same_with_the_fast_path(w: GangWorkload) -> None:
+    offsets_of = offsets(Workload(w.seed, w.nodes, w.waves, 1.0, 0, w.random_offsets))
+    plain = simulate_gangs(Simulator(GENERIC_WORKLOAD, offset=offsets_of, columns=False), w)
+    offsets_of = offsets(Workload(w.seed, w.nodes, w.waves, 1.0, 0, w.random_offsets))
+    fast = simulate_gangs(Simulator(GENERIC_WORKLOAD, offset=offsets_of), w)
+    assert fast.cycles == plain.cycles
+    assert fast.result() == plain.result()
+    assert fast.algorithm.next_start_node_index == plain.algorithm.next_start_node_index
+    event("columns used" if columns_of(fast.algorithm).cycles else "no cycle on columns")
+    result = fast.result()
+    preempted = any("by PodGroup" in e["message"] for e in result["events"])
+    event("a group preempted" if preempted else "no group preemption")
+    conditions = [c["status"] for g in result["podGroups"] for c in g.get("status", {}).get("conditions", [])]
+    event("a group rejected" if "False" in conditions else "no group rejected")
