@@ -33,6 +33,7 @@ from typing import Any
 
 from podsched.api.types import Pod
 from podsched.queue import scheduling_queue as sq
+from podsched.scheduler.driver import SchedulingFailure
 from podsched_proto.filter.v1 import filter_pb2
 
 
@@ -106,14 +107,12 @@ class PendingBind:
 
 @dataclass
 class PendingFailure:
-    """A failed attempt whose RecordFailure is on its way to the binder, and what the queue does with
-    the pod once it is settled (unschedulable with these rejectors, or back off after an error)."""
+    """A failed attempt whose RecordFailure is on its way to the binder, and the failure the queue
+    takes the pod back with once it is settled (ScheduleOneDriver.handle_scheduling_failure)."""
 
     attempt: Attempt
     call: Awaitable[Any]
-    message: str
-    rejectors: set[str]
-    error: bool
+    failure: SchedulingFailure
 
 
 @dataclass

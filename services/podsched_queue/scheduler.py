@@ -22,6 +22,7 @@ from podsched.api.types import Pod, PodGroup
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.framework.status import Code
 from podsched.queue import scheduling_queue as sq
+from podsched.scheduler.driver import ScheduleOneDriver, SchedulingFailure, bind_failure
 from podsched.scheduler.pod_group_scheduler import group_rejectors
 from podsched_proto.binder.v1 import binder_pb2
 from podsched_proto.filter.v1 import filter_pb2
@@ -136,6 +137,8 @@ class Scheduler:
     ) -> None:
         self.queue = queue
         self.pods_by_uid = pods_by_uid
+        # What happens to a popped pod before and after its cycle, as in `simulate`.
+        self.driver = ScheduleOneDriver(queue, pods_by_uid)
         self.scheduler_config = scheduler_config
         self.batch_size = batch_size
         self.filter = filter
@@ -257,12 +260,7 @@ class Scheduler:
         if self.pipeline.bind is not None:
             await self._drain_bind()
         attempts: list[Attempt] = []
-        for info in sorted(infos, key=lambda i: (-i.priority, i.timestamp, i.stamp)):
-            pod = self.pods_by_uid(info.pod.uid)
-            # skipPodGroupPodSchedule: pods gone, bound or being deleted meanwhile drop out.
-            if pod is None or pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
-                self.queue.done(info.pod.uid)
-                continue
+        for info, pod in self.driver.skip_pod_group_pod_schedule(infos):
             attempt = Attempt(info, pod, self.clock.monotonic())
             self.observer.started(attempt)
             self.observer.in_pod_group(attempt, group, len(infos))
@@ -301,11 +299,11 @@ class Scheduler:
                 )
                 self.written.saw(written.resource_version, written.event_sequence)
                 await self.written.caught_up()
-            bound = set(written.bound_pod_uids)
-            scheduled = decided.code == 0 and not written.bind_error
             self.observer.pod_group_finished(
                 attempts[0].pod.spec.scheduler_name, pod_group_result_label(decided, written), attempts[0].began
             )
+            bound = set(written.bound_pod_uids)
+            scheduled = decided.code == 0 and not written.bind_error
             rejected_together = group_rejectors(outcome.rejector_plugins for outcome in decided.pods)
             for attempt, outcome in zip(attempts, decided.pods, strict=True):
                 self.observer.bind_answered(attempt, outcome.node_name, attempt.pod.uid in bound)
@@ -340,9 +338,8 @@ class Scheduler:
         the copy PostFilter read, while they fit nowhere (a run of preemptors), else by FindNodes."""
         attempts: list[Attempt] = []
         for info in batch:
-            pod = self.pods_by_uid(info.pod.uid)
-            if pod is None or pod.spec.node_name:
-                self.queue.done(info.pod.uid)
+            pod = self.driver.skip_pod_schedule(info)
+            if pod is None:
                 continue
             attempt = Attempt(info, pod, self.clock.monotonic())
             self.observer.started(attempt)
@@ -419,7 +416,7 @@ class Scheduler:
         untried = attempts[len(placements) :]  # after the pod that fit nowhere: not attempted yet
         for attempt, placement in unplaced:
             if placement.error:  # the pod is gone or already bound: an error, not a diagnosis
-                batch.failures.append(self._send_failure(attempt, placement.error, error=True))
+                batch.failures.append(self._send_failure(attempt, bind_failure(attempt.pod.uid, placement.error)))
         fit_nowhere = [(a, p) for a, p in unplaced if not p.error]
         if not fit_nowhere:
             return untried
@@ -485,7 +482,7 @@ class Scheduler:
                 self._finish(attempt, SCHEDULED)
             else:
                 all_bound = False
-                batch.failures.append(self._send_failure(attempt, result.message, error=True))
+                batch.failures.append(self._send_failure(attempt, bind_failure(attempt.pod.uid, result.message)))
         return all_bound
 
     async def _post_filter(
@@ -504,10 +501,10 @@ class Scheduler:
         stale. Adds the decisions' nominations to the batch's assumed ones."""
         pod = attempt.pod
         self.observer.fit_nowhere(attempt, placement)
-        rejectors = set(placement.rejector_plugins)
+        rejectors = frozenset(placement.rejector_plugins)
         profile = self.scheduler_config.profile_named(pod.spec.scheduler_name)
         if profile is None or not profile.preemption_enabled:  # the pod's profile has no PostFilter
-            return [self._send_failure(attempt, placement.message, rejectors=rejectors)]
+            return [self._send_failure(attempt, SchedulingFailure(pod.uid, placement.message, rejectors))]
         run = untried[:POST_FILTER_RUN_LIMIT]
         answer = await self.preemption.post_filter_run(
             preemption_pb2.PostFilterRunRequest(
@@ -533,14 +530,14 @@ class Scheduler:
             self.observer.filtered(later, item.filter_result, preemption_run=True)
             with self.observer.within(later):
                 failures.append(
-                    self._record_decision(later, set(item.filter_result.rejector_plugins), item.decision, batch)
+                    self._record_decision(later, frozenset(item.filter_result.rejector_plugins), item.decision, batch)
                 )
         return failures
 
     def _record_decision(
         self,
         attempt: Attempt,
-        rejectors: set[str],
+        rejectors: frozenset[str],
         decision: preemption_pb2.PostFilterResponse,
         batch: Batch,
     ) -> PendingFailure:
@@ -548,40 +545,37 @@ class Scheduler:
         failure's writes (evictions, nominations, FailedScheduling) sent."""
         self.observer.decided(attempt, decision)
         batch.assumed.extend(decision_nominations(attempt.pod.uid, decision))
-        return self._send_failure(
-            attempt,
+        failure = SchedulingFailure(
+            attempt.pod.uid,
             decision.message,
-            rejectors=rejectors,
-            request=binder_pb2.RecordFailureRequest(
-                nominated_node_name=decision.nominated_node_name,
-                victim_uids=[v.uid for v in decision.victims],
-                clear_nomination_uids=[p.uid for p in decision.nominations_to_clear],
-                clear_own_nomination=decision.clear_own_nomination,
-            ),
+            rejectors,
+            nominated_node_name=decision.nominated_node_name,
+            victim_uids=tuple(v.uid for v in decision.victims),
+            clear_nomination_uids=tuple(p.uid for p in decision.nominations_to_clear),
+            clear_own_nomination=decision.clear_own_nomination,
         )
+        return self._send_failure(attempt, failure)
 
-    def _send_failure(
-        self,
-        attempt: Attempt,
-        message: str,
-        rejectors: set[str] | None = None,
-        error: bool = False,
-        request: binder_pb2.RecordFailureRequest | None = None,
-    ) -> PendingFailure:
+    def _send_failure(self, attempt: Attempt, failure: SchedulingFailure) -> PendingFailure:
         """Start the failed attempt's RecordFailure; `_settle` waits for it."""
-        request = request or binder_pb2.RecordFailureRequest()
-        request.pod_uid = attempt.pod.uid
-        request.message = message
+        request = binder_pb2.RecordFailureRequest(
+            pod_uid=failure.pod_uid,
+            message=failure.message,
+            nominated_node_name=failure.nominated_node_name,
+            victim_uids=failure.victim_uids,
+            clear_nomination_uids=failure.clear_nomination_uids,
+            clear_own_nomination=failure.clear_own_nomination,
+        )
         with self.observer.within(attempt):
             call: Awaitable[Any] = asyncio.ensure_future(self.binder.record_failure(request))
         attempt.failure_sent()
-        return PendingFailure(attempt, call, message, rejectors or set(), error)
+        return PendingFailure(attempt, call, failure)
 
     async def _settle(self, failures: list[PendingFailure]) -> None:
         """Wait for the batch's failures to be committed, then until the queue's replica holds
         them: the failures' own writes must reach the queue while the pods are still in flight,
         as in one process, so an update made by a failure itself does not count as a new event.
-        Then the pods go back to the queue."""
+        Then the pods go back to the queue (handleSchedulingFailure's queue half)."""
         if not failures:
             return
         results = await asyncio.gather(*(f.call for f in failures), return_exceptions=True)
@@ -591,17 +585,10 @@ class Scheduler:
         try:
             await self.written.caught_up()
         finally:
-            for failure, result in zip(failures, results, strict=True):
-                attempt = failure.attempt
-                fresh = self.queue.info(attempt.pod.uid)
+            for pending, result in zip(failures, results, strict=True):
+                attempt, failure = pending.attempt, pending.failure
                 if isinstance(result, BaseException):
                     log.warning("recording the failure of %s failed: %s", attempt.pod.name, result)
-                    if fresh is not None:
-                        self.queue.add_unschedulable_if_not_present(fresh, set(), error=True, message=str(result))
-                    self._finish(attempt, ERROR)
-                    continue
-                if fresh is not None:  # else deleted meanwhile
-                    self.queue.add_unschedulable_if_not_present(
-                        fresh, failure.rejectors, error=failure.error, message=failure.message
-                    )
+                    failure = bind_failure(attempt.pod.uid, str(result))
+                self.driver.handle_scheduling_failure(attempt.info, failure)
                 self._finish(attempt, ERROR if failure.error else UNSCHEDULABLE)

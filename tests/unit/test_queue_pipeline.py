@@ -16,6 +16,7 @@ from builders import HIGH_PRIORITY, LOW_PRIORITY, MID_PRIORITY, make_pod
 from podsched.api.types import Pod
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.queue import scheduling_queue as sq
+from podsched.scheduler.driver import SchedulingFailure
 from podsched_proto.binder.v1 import binder_pb2
 from podsched_proto.events.v1 import events_pb2
 from podsched_proto.filter.v1 import filter_pb2
@@ -438,7 +439,7 @@ def test_illegal_pipeline_transitions_raise() -> None:
             pipeline.start_settling(batch, done)
         failed = attempt("c")
         failed.failure_sent()
-        batch.failures.append(PendingFailure(failed, done, "message", set(), error=False))
+        batch.failures.append(PendingFailure(failed, done, SchedulingFailure(failed.pod.uid, "message")))
         pipeline.start_settling(batch, done)
         with pytest.raises(PipelineError):  # at most one batch settling
             pipeline.start_settling(batch, done)

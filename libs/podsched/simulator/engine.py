@@ -18,19 +18,25 @@ from typing import Any
 from podsched.admission.resource_quota import QuotaAdmissionConfig
 from podsched.api.errors import ApiError
 from podsched.api.manifests import check_served, decode_object, load_documents
-from podsched.api.types import Pod, PodGroup
+from podsched.api.types import PodGroup
 from podsched.cluster.binder import BindError
 from podsched.cluster.events import NAMESPACED
-from podsched.cluster.failure import record_scheduling_failure
 from podsched.cluster.state import Cluster
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.plugins.registry import build_algorithm
 from podsched.preemption.evaluator import DryRunExecutor
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
+from podsched.scheduler.driver import (
+    PodGroupMember,
+    ScheduleOneDriver,
+    bind_failure,
+    failure_of_cycle,
+    record_failure,
+)
 from podsched.scheduler.pod_group_scheduler import PodGroupScheduling, actuate_pod_group_result
 from podsched.scheduler.profile import AlgorithmProfiles, only_responsible
-from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
+from podsched.scheduler.schedule_one import SchedulingAlgorithm
 
 # 2026-01-01T00:00:00Z: simulated time starts here so output is reproducible.
 SIMULATION_EPOCH = 1767225600.0
@@ -117,6 +123,7 @@ class Simulator:
         self.profiles = AlgorithmProfiles(self.config, build)
         self.algorithm = self.profiles.default
         self.cluster.listeners.append(only_responsible(self.config, queue_feed(self.queue)))
+        self.driver = ScheduleOneDriver(self.queue, lambda uid: self.cluster.pods_by_uid.get(uid))
         self.rejected: list[Rejection] = []
         self.cycles: list[CycleLog] = []
 
@@ -186,16 +193,15 @@ class Simulator:
         info = self.queue.pop()
         if info is None:
             return None
-        pod = self.cluster.pods_by_uid.get(info.pod.uid)
-        if pod is None or pod.spec.node_name:
-            self.queue.done(info.pod.uid)
+        pod = self.driver.skip_pod_schedule(info)
+        if pod is None:
             return None
         algorithm = self.profiles.for_pod(pod)
         if algorithm is None:  # never queued (only_responsible); kept for a pod changed meanwhile
             self.queue.done(info.pod.uid)
             return None
         if self.pod_groups is not None and (group := self.pod_groups.group_of(pod)) is not None:
-            return self._schedule_pod_group(self.pod_groups, info, group, algorithm)
+            return self._schedule_one_pod_group(self.pod_groups, info, group, algorithm)
         snapshot = self.cluster.snapshot()
         result = algorithm.schedule(pod, snapshot, self.cluster.pdb_list(), self.queue.nominator, self.now)
         log = CycleLog(self.now, f"{pod.namespace}/{pod.name}", info.attempts)
@@ -206,12 +212,20 @@ class Simulator:
                 self.cycles.append(log)
                 return log
             except BindError as error:  # the binder refuses; back off and retry
-                result = CycleResult(pod, error=str(error))
-        self._handle_failure(info, pod, result, log)
+                failure = bind_failure(pod.uid, str(error))
+        else:
+            failure = failure_of_cycle(result)
+            if failure.nominated_node_name and result.post_filter is not None:
+                log.victims = [f"{v.namespace}/{v.name}" for v in result.post_filter.victims]
+        log.nominated = failure.nominated_node_name
+        log.message = failure.message
+        # handleSchedulingFailure: the record first, then the pod back to the queue.
+        record_failure(self.cluster, failure)
+        self.driver.handle_scheduling_failure(info, failure)
         self.cycles.append(log)
         return log
 
-    def _schedule_pod_group(
+    def _schedule_one_pod_group(
         self,
         pod_groups: PodGroupScheduling,
         popped: sq.QueuedPodInfo,
@@ -221,16 +235,9 @@ class Simulator:
         """scheduleOnePodGroup: the popped pod and its group's other queued pods in one pod-group
         cycle; a group that can be placed binds its placed pods together, otherwise none binds and
         each pod learns why. Returns the popped pod's log."""
-        infos = [popped, *self.queue.take_group_members(group.namespace, group.name)]
-        infos.sort(key=lambda i: (-i.priority, i.timestamp, i.stamp))
-        queued: list[tuple[sq.QueuedPodInfo, Pod]] = []
-        for info in infos:
-            # skipPodGroupPodSchedule: pods deleted, being deleted or bound meanwhile drop out.
-            pod = self.cluster.pods_by_uid.get(info.pod.uid)
-            if pod is None or pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
-                self.queue.done(info.pod.uid)
-            else:
-                queued.append((info, pod))
+        queued = self.driver.skip_pod_group_pod_schedule(
+            [popped, *self.queue.take_group_members(group.namespace, group.name)]
+        )
         if not queued:
             return None
         snapshot = self.cluster.snapshot()
@@ -239,55 +246,19 @@ class Simulator:
             algorithm, group, pods, snapshot, self.cluster.pdb_list(), self.queue.nominator, self.now
         )
         writes = actuate_pod_group_result(self.cluster, result, self.now)
-        # A group whose placed pods bound was scheduled; one the binder refused failed with an error.
-        scheduled = result.scheduled and any(write.node_name for write in writes)
         popped_log: CycleLog | None = None
-        failed: list[tuple[sq.QueuedPodInfo, set[str], str]] = []
+        members: list[PodGroupMember] = []
         for (info, pod), write in zip(queued, writes, strict=True):
             log = CycleLog(self.now, f"{pod.namespace}/{pod.name}", info.attempts, write.node_name, write.message)
             log.nominated = write.nominated_node_name
             self.cycles.append(log)
             if info is popped:
                 popped_log = log
-            if not write.node_name:
-                fresh = self.queue.info(pod.uid) or info
-                if not scheduled:
-                    failed.append((fresh, set(write.rejector_plugins), write.message))
-                elif not write.error:
-                    self.queue.requeue_after_group_success(fresh, set(write.rejector_plugins), write.message)
-                else:
-                    self.queue.add_unschedulable_if_not_present(
-                        fresh, set(write.rejector_plugins), error=True, message=write.message
-                    )
-        if failed:
-            error = not result.status.is_rejected or any(write.error for write in writes)
-            self.queue.add_attempted_pod_group(group.namespace, group.name, failed, error=error)
+            members.append(
+                PodGroupMember(info, bool(write.node_name), write.message, write.rejector_plugins, write.error)
+            )
+        self.driver.add_attempted_pod_group_if_needed(group.namespace, group.name, result.status.code, members)
         return popped_log
-
-    def _handle_failure(self, info: sq.QueuedPodInfo, pod: Pod, result: CycleResult, log: CycleLog) -> None:
-        """Actuate preemption, then the failure handler: nominatedNodeName, PodScheduled=False,
-        FailedScheduling event, and back to the queue."""
-        post_filter = result.post_filter
-        nominated = post_filter.nominated_node_name if post_filter is not None else ""
-        victims = post_filter.victims if post_filter is not None and nominated else []
-        to_clear = post_filter.lower_priority_nominated_pods if post_filter is not None and nominated else []
-        log.victims = [f"{v.namespace}/{v.name}" for v in victims]
-        log.nominated = nominated
-        message = result.message
-        log.message = message
-        record_scheduling_failure(
-            self.cluster,
-            pod.uid,
-            message,
-            nominated,
-            [v.uid for v in victims],
-            [p.uid for p in to_clear],
-            clear_own_nomination=post_filter is not None and not nominated,
-        )
-        fresh = self.queue.info(pod.uid)
-        self.queue.add_unschedulable_if_not_present(
-            fresh or info, result.rejector_plugins, error=bool(result.error), message=message
-        )
 
     def run_until_quiescent(self, max_cycles: int = DEFAULT_MAX_CYCLES) -> int:
         """Schedule until nothing changes: no runnable pod, no pending termination, no backoff to wait

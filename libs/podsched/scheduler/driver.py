@@ -1,0 +1,198 @@
+"""What ScheduleOne does around the scheduling algorithm, once for `podsched simulate` and the queue
+service: which popped pods are scheduled at all, what a failed attempt records in the cluster, and
+where each pod goes back in the queue after its cycle (upstream schedule_one.go and
+schedule_one_podgroup.go: skipPodSchedule, skipPodGroupPodSchedule, handleSchedulingFailure,
+submitPodGroupAlgorithmResult's AddAttemptedPodGroupIfNeeded).
+
+Pure: a queue and plain decisions in, queue calls out. How a decision is reached and how its
+record is written are the caller's: `simulate` runs the algorithm in process and writes the record
+to its cluster at once (`record_failure`); the queue service gets the decision from the filter and
+preemption services and sends the same record to the binder, then hands the pod back through
+`handle_scheduling_failure` once the write is read back. Both therefore requeue a pod the same
+way.
+
+For one pod:
+
+    popped --skip_pod_schedule--> gone or bound: done
+       `--cycle--> bound: the bind reaches the queue through its cluster feed
+                   failed: record_failure (nomination, victims, nominations to clear,
+                           FailedScheduling), then handle_scheduling_failure:
+                           add_unschedulable_if_not_present (an error backs off; otherwise the
+                           pool, or backoff/active if an event it cares about came meanwhile)
+
+For a pod group (GenericWorkload), after its cycle's writes (binds, evictions, failures):
+
+    scheduled (at least one pod bound) -> each pod not bound: requeue_after_group_success
+                                          (activeQ at once), or add_unschedulable_if_not_present
+                                          with an error when its own attempt failed with one
+    otherwise                          -> add_attempted_pod_group: the pods go back as one entity
+                                          that backs off (1 s doubling, at most max x sqrt(size))
+                                          and is retried when the backoff ends, whatever happens
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from podsched.api.types import Pod
+from podsched.cluster.failure import record_scheduling_failure
+from podsched.cluster.state import Cluster
+from podsched.framework.status import Code
+from podsched.queue import scheduling_queue as sq
+from podsched.scheduler.pod_group_scheduler import group_rejectors
+from podsched.scheduler.schedule_one import CycleResult
+
+# The codes of a rejected pod group (Status.is_rejected): it counts one more unschedulable attempt;
+# any other failure (an error) counts one more consecutive error.
+_REJECTED = (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulingFailure:
+    """One pod's failed attempt: what handleSchedulingFailure records about it (PodScheduled=False
+    with `message` and a FailedScheduling event; with `nominated_node_name`, the victims' evictions,
+    the lower-priority nominations cleared and the pod's nomination; with `clear_own_nomination`,
+    its nomination cleared because PostFilter found no candidate) and what the queue does with it
+    (`rejector_plugins`: the events that may make it schedulable; `error`: it backs off)."""
+
+    pod_uid: str
+    message: str
+    rejector_plugins: frozenset[str] = frozenset()
+    error: bool = False
+    nominated_node_name: str = ""
+    victim_uids: tuple[str, ...] = ()
+    clear_nomination_uids: tuple[str, ...] = ()
+    clear_own_nomination: bool = False
+
+
+def failure_of_cycle(result: CycleResult) -> SchedulingFailure:
+    """The failure of a one-pod cycle that bound nothing, as PostFilter left it: victims and
+    nominations to clear only with a nomination, the pod's own nomination cleared when PostFilter
+    ran and nominated nothing (a PostFilter that did not run leaves the nomination as it is)."""
+    post_filter = result.post_filter
+    nominated = post_filter.nominated_node_name if post_filter is not None else ""
+    victims = post_filter.victims if post_filter is not None and nominated else []
+    to_clear = post_filter.lower_priority_nominated_pods if post_filter is not None and nominated else []
+    return SchedulingFailure(
+        result.pod.uid,
+        result.message,
+        frozenset(result.rejector_plugins),
+        error=bool(result.error),
+        nominated_node_name=nominated,
+        victim_uids=tuple(v.uid for v in victims),
+        clear_nomination_uids=tuple(p.uid for p in to_clear),
+        clear_own_nomination=post_filter is not None and not nominated,
+    )
+
+
+def bind_failure(pod_uid: str, message: str) -> SchedulingFailure:
+    """A pod whose placement the binder refused, or whose attempt could not run (the pod gone or
+    bound meanwhile, a peer down): an error, retried after its backoff."""
+    return SchedulingFailure(pod_uid, message, error=True)
+
+
+def record_failure(cluster: Cluster, failure: SchedulingFailure) -> Pod | None:
+    """The cluster half of handleSchedulingFailure, written in process (`simulate`; the binder
+    service writes the same from a RecordFailure request). Raises BindError, writing nothing, when
+    a victim does not have lower priority than the pod."""
+    return record_scheduling_failure(
+        cluster,
+        failure.pod_uid,
+        failure.message,
+        failure.nominated_node_name,
+        failure.victim_uids,
+        failure.clear_nomination_uids,
+        clear_own_nomination=failure.clear_own_nomination,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PodGroupMember:
+    """One pod's outcome in a pod-group cycle, after the cycle's writes: `bound` if it is bound now;
+    otherwise its failure (`message`, `rejector_plugins`, `error`: its own attempt failed with an
+    error, or the binder refused the group)."""
+
+    info: sq.QueuedPodInfo
+    bound: bool
+    message: str = ""
+    rejector_plugins: frozenset[str] = frozenset()
+    error: bool = False
+
+
+def pod_group_scheduled(code: Code, members: Sequence[PodGroupMember]) -> bool:
+    """A group is scheduled when its cycle succeeded and its placed pods bound (a binder that
+    refused them makes it a failed cycle with an error)."""
+    return code == Code.SUCCESS and any(member.bound for member in members)
+
+
+class ScheduleOneDriver:
+    """The queue's side of ScheduleOne for one scheduler (see the module docstring). `pod_of` gives
+    a pod as the scheduler's cluster view holds it now (None: deleted)."""
+
+    def __init__(self, queue: sq.SchedulingQueue, pod_of: Callable[[str], Pod | None]) -> None:
+        self.queue = queue
+        self.pod_of = pod_of
+
+    # --- before the cycle -------------------------------------------------------------------------
+
+    def skip_pod_schedule(self, info: sq.QueuedPodInfo) -> Pod | None:
+        """The popped pod as stored now, to schedule; None, and the queue is done with it, when it
+        was deleted or bound meanwhile."""
+        pod = self.pod_of(info.pod.uid)
+        if pod is None or pod.spec.node_name:
+            self.queue.done(info.pod.uid)
+            return None
+        return pod
+
+    def skip_pod_group_pod_schedule(self, infos: Iterable[sq.QueuedPodInfo]) -> list[tuple[sq.QueuedPodInfo, Pod]]:
+        """skipPodGroupPodSchedule over a popped group's pods: those still to schedule, in queue
+        order (priority, then queue time), each with its pod as stored now. Pods deleted, being
+        deleted or bound meanwhile drop out, and the queue is done with them."""
+        queued: list[tuple[sq.QueuedPodInfo, Pod]] = []
+        for info in sorted(infos, key=lambda i: (-i.priority, i.timestamp, i.stamp)):
+            pod = self.pod_of(info.pod.uid)
+            if pod is None or pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
+                self.queue.done(info.pod.uid)
+            else:
+                queued.append((info, pod))
+        return queued
+
+    # --- after the cycle ----------------------------------------------------------------------------
+
+    def handle_scheduling_failure(self, info: sq.QueuedPodInfo, failure: SchedulingFailure) -> str:
+        """The queue half of handleSchedulingFailure, once the failure's record is written (and, in
+        the service, read back: an update the failure itself made must not count as an event that
+        moves the pod). Returns where the pod went ("" if it was deleted meanwhile)."""
+        fresh = self.queue.info(info.pod.uid) or info
+        return self.queue.add_unschedulable_if_not_present(
+            fresh, set(failure.rejector_plugins), error=failure.error, message=failure.message
+        )
+
+    def add_attempted_pod_group_if_needed(
+        self, namespace: str, name: str, code: Code, members: Sequence[PodGroupMember]
+    ) -> None:
+        """After a pod-group cycle (`code`: its status) and its writes: the pods that did not bind go
+        back to the queue (see the module docstring). A scheduled group's leftover pods each keep
+        their own rejectors; a group that was not scheduled carries, in every pod, the union of its
+        pods' rejectors with GangScheduling's (what they report), and backs off as one entity:
+        counted as rejected for an Unschedulable, UnschedulableAndUnresolvable or Pending status
+        with no pod failing with an error, else as an error."""
+        scheduled = pod_group_scheduled(code, members)
+        together = group_rejectors(m.rejector_plugins for m in members if not m.bound)
+        failed: list[tuple[sq.QueuedPodInfo, set[str], str]] = []
+        for member in members:
+            if member.bound:
+                continue  # the bind reaches the queue through its cluster feed
+            fresh = self.queue.info(member.info.pod.uid) or member.info
+            if not scheduled:
+                failed.append((fresh, set(together), member.message))
+            elif not member.error:
+                self.queue.requeue_after_group_success(fresh, set(member.rejector_plugins), member.message)
+            else:
+                self.queue.add_unschedulable_if_not_present(
+                    fresh, set(member.rejector_plugins), error=True, message=member.message
+                )
+        if failed:
+            error = code not in _REJECTED or any(member.error for member in members)
+            self.queue.add_attempted_pod_group(namespace, name, failed, error=error)

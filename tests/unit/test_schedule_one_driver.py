@@ -1,0 +1,237 @@
+"""ScheduleOneDriver (podsched.scheduler.driver): what `simulate` and the queue service both do around a
+scheduling cycle, on a real scheduling queue and a fake clock: which popped pods are scheduled, a
+failed pod's record and where it goes back, where a pod group goes back."""
+
+from __future__ import annotations
+
+import pytest
+
+from builders import make_pod
+from podsched.api.types import Pod
+from podsched.framework.interface import NodeToStatus, PostFilterResult
+from podsched.framework.status import Code, Status
+from podsched.plugins import names
+from podsched.queue import scheduling_queue as sq
+from podsched.scheduler.driver import (
+    PodGroupMember,
+    ScheduleOneDriver,
+    SchedulingFailure,
+    bind_failure,
+    failure_of_cycle,
+)
+from podsched.scheduler.fit_error import FitError
+from podsched.scheduler.schedule_one import CycleResult
+
+START = 1_000.0
+GROUP = "trainers"
+REJECTED = "minCount (3) cannot be satisfied"
+
+
+class FakeClock:
+    """The queue's clock (called) and the service's Clock (time, monotonic), moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return self.now
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def worker(name: str) -> Pod:
+    return make_pod(name).req(cpu="1").group(GROUP).obj()
+
+
+class Cluster:
+    """The pods as the scheduler's view holds them, and a queue fed with them (GenericWorkload on:
+    PreEnqueue admits every pod, so the queue knows each pod's group)."""
+
+    def __init__(self, clock: FakeClock, *pods: Pod) -> None:
+        self.queue = sq.SchedulingQueue(clock, pre_enqueue=lambda pod: None)
+        self.pods = {pod.uid: pod for pod in pods}
+        self.driver = ScheduleOneDriver(self.queue, self.pods.get)
+        for pod in pods:
+            self.queue.add(pod)
+
+    def pop_group(self) -> list[sq.QueuedPodInfo]:
+        popped = self.queue.pop()
+        assert popped is not None
+        return [popped, *self.queue.take_group_members("default", GROUP)]
+
+
+def fit_error(plugin: str = names.NODE_RESOURCES_FIT) -> FitError:
+    statuses = NodeToStatus()
+    statuses.set("n1", Status(Code.UNSCHEDULABLE, ["Insufficient cpu"], plugin))
+    return FitError(1, statuses)
+
+
+# --- before the cycle ------------------------------------------------------------------------------
+
+
+def test_a_popped_pod_deleted_or_bound_meanwhile_is_skipped_and_the_queue_forgets_it() -> None:
+    clock = FakeClock()
+    gone, bound, pending = make_pod("gone").obj(), make_pod("bound").obj(), make_pod("pending").obj()
+    cluster = Cluster(clock, gone, bound, pending)
+    del cluster.pods[gone.uid]
+    cluster.pods[bound.uid] = make_pod("bound").uid(bound.uid).node("n1").obj()
+    scheduled = []
+    while (info := cluster.queue.pop()) is not None:
+        pod = cluster.driver.skip_pod_schedule(info)
+        if pod is not None:
+            scheduled.append(pod.name)
+        else:
+            assert not cluster.queue.contains(info.pod.uid)
+    assert scheduled == ["pending"]
+
+
+def test_a_group_pod_being_deleted_drops_out_and_the_others_come_in_queue_order() -> None:
+    clock = FakeClock()
+    pods = [worker("w-0"), worker("w-1"), worker("w-2")]
+    cluster = Cluster(clock, *pods)
+    cluster.pods[pods[1].uid] = make_pod("w-1").uid(pods[1].uid).group(GROUP).terminating(at=START).obj()
+    popped = cluster.pop_group()
+    queued = cluster.driver.skip_pod_group_pod_schedule(reversed(popped))
+    assert [pod.name for _, pod in queued] == ["w-0", "w-2"]
+    assert not cluster.queue.contains(pods[1].uid)
+
+
+# --- a failed pod ----------------------------------------------------------------------------------
+
+
+def test_a_nominating_post_filter_records_its_victims_and_the_nominations_it_clears() -> None:
+    pod, victim, cleared = make_pod("p").obj(), make_pod("v").obj(), make_pod("c").obj()
+    result = CycleResult(
+        pod,
+        fit_error=fit_error(),
+        rejector_plugins={names.NODE_RESOURCES_FIT},
+        post_filter=PostFilterResult("n1", victims=[victim], lower_priority_nominated_pods=[cleared]),
+    )
+    assert failure_of_cycle(result) == SchedulingFailure(
+        pod.uid,
+        result.message,
+        frozenset({names.NODE_RESOURCES_FIT}),
+        nominated_node_name="n1",
+        victim_uids=(victim.uid,),
+        clear_nomination_uids=(cleared.uid,),
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "post_filter", "clears_own_nomination"),
+    [
+        ("a PostFilter that nominated nothing clears the pod's own nomination", PostFilterResult(), True),
+        ("a cycle where no PostFilter ran leaves the nomination as it is", None, False),
+    ],
+)
+def test_a_post_filter_that_did_not_nominate_records_no_victims(
+    case: str, post_filter: PostFilterResult | None, clears_own_nomination: bool
+) -> None:
+    victim = make_pod("v").obj()
+    if post_filter is not None:
+        post_filter.victims.append(victim)  # candidates weighed, none chosen: no victim is evicted
+    failure = failure_of_cycle(CycleResult(make_pod("p").obj(), fit_error=fit_error(), post_filter=post_filter))
+    assert (failure.nominated_node_name, failure.victim_uids, failure.clear_own_nomination) == (
+        "",
+        (),
+        clears_own_nomination,
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "failure", "goes_to"),
+    [
+        (
+            "a pod its plugins rejected waits in the pool for an event they care about",
+            SchedulingFailure("", "0/1 nodes are available", frozenset({names.NODE_RESOURCES_FIT})),
+            sq.UNSCHEDULABLE,
+        ),
+        ("a pod whose bind the binder refused backs off", bind_failure("", "node n1 is full"), sq.BACKOFF),
+        ("a pod no plugin rejected backs off", SchedulingFailure("", "no nodes available"), sq.BACKOFF),
+    ],
+)
+def test_handle_scheduling_failure_sends_the_pod_where_upstream_does(
+    case: str, failure: SchedulingFailure, goes_to: str
+) -> None:
+    clock = FakeClock()
+    pod = make_pod("p").obj()
+    cluster = Cluster(clock, pod)
+    info = cluster.queue.pop()
+    assert info is not None
+    assert cluster.driver.handle_scheduling_failure(info, failure) == goes_to
+    assert cluster.queue.info(pod.uid) is info and info.last_failure_message == failure.message
+
+
+def test_a_pod_deleted_while_its_failure_was_recorded_does_not_come_back() -> None:
+    clock = FakeClock()
+    pod = make_pod("p").obj()
+    cluster = Cluster(clock, pod)
+    info = cluster.queue.pop()
+    assert info is not None
+    cluster.queue.delete(pod)
+    assert cluster.driver.handle_scheduling_failure(info, bind_failure(pod.uid, "gone")) == ""
+    assert not cluster.queue.contains(pod.uid)
+
+
+# --- a pod group -----------------------------------------------------------------------------------
+
+
+def members(infos: list[sq.QueuedPodInfo], error: bool = False) -> list[PodGroupMember]:
+    """Every pod of a popped group not placed, rejected by NodeResourcesFit (or failed with an error)."""
+    return [PodGroupMember(info, False, REJECTED, frozenset({names.NODE_RESOURCES_FIT}), error) for info in infos]
+
+
+def test_a_rejected_group_backs_off_as_one_entity_with_its_pods_rejectors_and_gang_scheduling() -> None:
+    clock = FakeClock()
+    cluster = Cluster(clock, worker("w-0"), worker("w-1"))
+    for attempt, backoff in enumerate([1, 2, 4], start=1):
+        infos = cluster.pop_group()
+        assert [info.attempts for info in infos] == [attempt, attempt]
+        cluster.driver.add_attempted_pod_group_if_needed("default", GROUP, Code.UNSCHEDULABLE, members(infos))
+        assert {cluster.queue.location(info.pod.uid) for info in infos} == {sq.BACKOFF}
+        assert all(info.unschedulable_plugins == {names.GANG_SCHEDULING, names.NODE_RESOURCES_FIT} for info in infos)
+        # No event moves it and nothing pops it before its backoff ends; then it is retried.
+        assert cluster.queue.on_event(sq.NODE_ADD) == 0 and cluster.queue.pop() is None
+        assert cluster.queue.next_backoff_expiry() == clock.now + backoff
+        clock.now += backoff
+
+
+@pytest.mark.parametrize(
+    ("case", "code", "error", "consecutive_errors"),
+    [
+        ("an Unschedulable group counts a rejection", Code.UNSCHEDULABLE, False, 0),
+        ("an UnschedulableAndUnresolvable group counts a rejection", Code.UNSCHEDULABLE_AND_UNRESOLVABLE, False, 0),
+        ("a group whose cycle failed with an error counts an error", Code.ERROR, True, 1),
+        ("a group the binder refused to bind counts an error", Code.SUCCESS, True, 1),
+        ("a rejected group with a pod that failed with an error counts an error", Code.UNSCHEDULABLE, True, 1),
+    ],
+)
+def test_a_group_that_was_not_scheduled_counts_a_rejection_or_an_error(
+    case: str, code: Code, error: bool, consecutive_errors: int
+) -> None:
+    clock = FakeClock()
+    cluster = Cluster(clock, worker("w-0"), worker("w-1"))
+    infos = cluster.pop_group()
+    cluster.driver.add_attempted_pod_group_if_needed("default", GROUP, code, members(infos, error=error))
+    assert {cluster.queue.location(info.pod.uid) for info in infos} == {sq.BACKOFF}
+    assert [info.consecutive_errors for info in infos] == [consecutive_errors] * 2
+
+
+def test_a_scheduled_groups_leftover_pod_goes_to_active_at_once_and_one_that_failed_with_an_error_backs_off() -> None:
+    clock = FakeClock()
+    pods = [worker("w-0"), worker("w-1"), worker("w-2")]
+    cluster = Cluster(clock, *pods)
+    infos = sorted(cluster.pop_group(), key=lambda i: i.pod.name)
+    outcome = [
+        PodGroupMember(infos[0], bound=True),
+        PodGroupMember(infos[1], False, "0/1 nodes are available", frozenset({names.NODE_RESOURCES_FIT})),
+        PodGroupMember(infos[2], False, "pod is gone", error=True),
+    ]
+    cluster.driver.add_attempted_pod_group_if_needed("default", GROUP, Code.SUCCESS, outcome)
+    # The bound pod reaches the queue through its cluster feed: the driver leaves it in flight.
+    assert [cluster.queue.location(p.uid) for p in pods] == [sq.IN_FLIGHT, sq.ACTIVE, sq.BACKOFF]
+    assert infos[1].unschedulable_plugins == {names.NODE_RESOURCES_FIT}
