@@ -33,7 +33,9 @@ from podsched.framework.resource import pod_requests
 from podsched.plugins.node_resources import fits_request
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen (as ApiError): a context manager the error leaves through, such as a span, sets its
+# __traceback__, which a frozen dataclass refuses (the caller then got a TypeError instead).
+@dataclass(eq=False)
 class BindError(Exception):
     """A bind the binder refused; `reason` is one of the constants below."""
 
