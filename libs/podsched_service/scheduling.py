@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 
 import grpc
@@ -55,10 +55,11 @@ class ClusterCopy:
         follow_events: bool = False,
         scheduler_config: SchedulerConfig | None = None,
         defer_pending_pods: bool = False,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         """`defer_pending_pods`: the replica decodes a pending pod's records only when a request
-        comes (`catch_up`), see `Replica`."""
-        self.cluster = Cluster(time.time, authoritative=False)
+        comes (`catch_up`), see `Replica`. `clock`: the service's wall clock, the copy's `now`."""
+        self.cluster = Cluster(clock, authoritative=False)
         self.nominator = Nominator()
         self.cluster.listeners.append(
             only_responsible(scheduler_config or SchedulerConfig(), nominator_feed(self.nominator))

@@ -33,6 +33,8 @@ from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import Span, SpanKind
 from prometheus_client import Counter, Histogram, start_http_server
 
+from podsched_service.clock import Clock, SystemClock
+
 TRACER_NAME = "podsched"
 _enabled = False
 
@@ -86,10 +88,11 @@ def _not_health_or_reflection() -> Any:
     )
 
 
-def server_interceptors(service: str) -> list[grpc.aio.ServerInterceptor]:
-    """Metrics for every RPC, plus an OpenTelemetry SERVER span (parented on the caller's trace
-    context from the metadata) when tracing is on. Health checks and reflection are not traced."""
-    interceptors: list[grpc.aio.ServerInterceptor] = [_ServerMetrics()]
+def server_interceptors(service: str, clock: Clock | None = None) -> list[grpc.aio.ServerInterceptor]:
+    """Metrics for every RPC (timed on `clock`), plus an OpenTelemetry SERVER span (parented on the
+    caller's trace context from the metadata) when tracing is on. Health checks and reflection are
+    not traced."""
+    interceptors: list[grpc.aio.ServerInterceptor] = [_ServerMetrics(clock or SystemClock())]
     if _enabled:
         from opentelemetry.instrumentation.grpc import aio_server_interceptor
 
@@ -97,10 +100,10 @@ def server_interceptors(service: str) -> list[grpc.aio.ServerInterceptor]:
     return interceptors
 
 
-def client_interceptors() -> list[grpc.aio.ClientInterceptor]:
-    """Metrics for every outgoing unary RPC, plus a CLIENT span that injects the trace context into
-    the metadata when tracing is on."""
-    interceptors: list[grpc.aio.ClientInterceptor] = [_ClientMetrics()]
+def client_interceptors(clock: Clock | None = None) -> list[grpc.aio.ClientInterceptor]:
+    """Metrics for every outgoing unary RPC (timed on `clock`), plus a CLIENT span that injects the
+    trace context into the metadata when tracing is on."""
+    interceptors: list[grpc.aio.ClientInterceptor] = [_ClientMetrics(clock or SystemClock())]
     if _enabled:
         from opentelemetry.instrumentation.grpc import aio_client_interceptors
 
@@ -226,15 +229,19 @@ def _split_method(full: str) -> tuple[str, str]:
 
 
 class _ServerMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
     async def intercept_service(self, continuation: Any, details: grpc.HandlerCallDetails) -> Any:
         handler = await continuation(details)
         if handler is None or handler.unary_unary is None:
             return handler  # streams (Watch) and health checks are counted by neither histogram nor counter
         service, method = _split_method(details.method)
         behavior = handler.unary_unary
+        clock = self.clock
 
         async def measured(request: Any, context: grpc.aio.ServicerContext) -> Any:
-            began = time.perf_counter()
+            began = clock.monotonic()
             code = grpc.StatusCode.OK
             try:
                 return await behavior(request, context)
@@ -244,7 +251,7 @@ class _ServerMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             finally:
                 code = context.code() or code
                 GRPC_SERVER_HANDLED.labels(service, method, _code_name(code)).inc()
-                GRPC_SERVER_SECONDS.labels(service, method).observe(time.perf_counter() - began)
+                GRPC_SERVER_SECONDS.labels(service, method).observe(clock.monotonic() - began)
 
         return grpc.unary_unary_rpc_method_handler(
             measured,
@@ -254,17 +261,20 @@ class _ServerMetrics(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
 
 class _ClientMetrics(grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+
     async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         method = details.method.decode() if isinstance(details.method, bytes) else details.method
         service, name = _split_method(method)
-        began = time.perf_counter()
+        began = self.clock.monotonic()
         call = await continuation(details, request)
         try:
             await call
         finally:
             code = await call.code()
             GRPC_CLIENT_HANDLED.labels(service, name, _code_name(code)).inc()
-            GRPC_CLIENT_SECONDS.labels(service, name).observe(time.perf_counter() - began)
+            GRPC_CLIENT_SECONDS.labels(service, name).observe(self.clock.monotonic() - began)
         return call
 
 
