@@ -10,34 +10,29 @@ from the log on restart (crash-only: there is no other recovery path to get wron
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import logging
 import os
 import signal
 import socket
-import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 from aiokafka import AIOKafkaProducer
-from opentelemetry import context as otel_context
-from opentelemetry import trace
-from opentelemetry.trace import Span, StatusCode
-from prometheus_client import Counter, Histogram
 
 from podsched.api.documents import parse_json
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object
-from podsched.api.types import KIND_POD, ObjectMeta, Pod
+from podsched.api.types import ObjectMeta, Pod
 from podsched.cluster import events as ev
 from podsched.cluster.binder import BindError
 from podsched.cluster.failure import record_scheduling_failure
 from podsched.cluster.state import Cluster
-from podsched.cluster.store import ADDED, REMOVED, Change
+from podsched.cluster.store import REMOVED, Change
 from podsched.framework.status import Code, Status
 from podsched.scheduler.pod_group_scheduler import (
     PodGroupWrite,
@@ -45,7 +40,7 @@ from podsched.scheduler.pod_group_scheduler import (
     recorded_pod_group_result,
 )
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
-from podsched_service import telemetry
+from podsched_service.clock import Clock, SystemClock
 from podsched_service.codec import (
     change_record,
     event_record,
@@ -61,6 +56,7 @@ from podsched_service.replica import Replica
 from podsched_service.scheduling import load_admission_config
 
 from .config import BinderConfig
+from .instrumentation import BinderTelemetry, RecordHeaders, TraceContext
 
 log = logging.getLogger(__name__)
 
@@ -68,49 +64,62 @@ log = logging.getLogger(__name__)
 DEPOSED = "Deposed"
 WRITER = "podsched-binder"
 
-BINDS = Counter("podsched_binds_total", "Bind requests the binder applied, by result (bound / refused).", ["result"])
-TRANSACTIONS = Counter("podsched_kafka_transactions_total", "Kafka transactions the binder ran.", ["result"])
-RECORDS_PRODUCED = Counter("podsched_kafka_records_produced_total", "Records the binder committed.", ["topic"])
-COMMIT_SECONDS = Histogram(
-    "podsched_kafka_commit_duration_seconds",
-    "Time from the first send of a batch to its committed transaction.",
-    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
-)
-BATCH_OPERATIONS = Histogram(
-    "podsched_binder_batch_operations",
-    "RPC operations applied in one batch (one transaction).",
-    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
-)
-EVENTS = Counter("podsched_events_total", "Events the binder recorded, by type and reason.", ["type", "reason"])
 # Event records a restarting binder reads back: it numbers new events after the newest and matches a
 # repeat against a pod's recent events (EventRecorder looks at the last 50), so the newest records are
 # enough, however many the events topic keeps for its retention time.
 EVENTS_REPLAYED = 5000
-# Decisions the binder logs one line each for (the queue logs Scheduled and FailedScheduling).
-LOGGED_REASONS = frozenset({ev.PREEMPTED, ev.NOMINATED, ev.NOMINATION_CLEARED, ev.KILLING, ev.DELETED})
 
-# A record waiting for the batch's transaction: (topic, key, value, the trace context it belongs to);
-# a None value is a tombstone.
-PendingRecord = tuple[str, bytes, bytes | None, otel_context.Context]
+# A record waiting for the batch's transaction: (topic, key, value, the trace it belongs to); a None
+# value is a tombstone.
+PendingRecord = tuple[str, bytes, bytes | None, TraceContext]
+
+
+class BinderObserver(Protocol):
+    """What the binder reports of its writes (instrumentation.BinderTelemetry): it hands over the
+    trace each write and record belongs to, and names each step; spans and metrics are the observer's."""
+
+    def current_trace(self) -> TraceContext: ...
+    def trace_of(self, carrier: Mapping[str, str]) -> TraceContext | None: ...
+    def within(self, context: TraceContext | None) -> AbstractContextManager[None]: ...
+    def batch_started(self, operations: int) -> None: ...
+    def change_recorded(self, change: Change) -> TraceContext: ...
+    def event_recorded(self, event: ev.Event, pods_by_uid: Mapping[str, Pod]) -> TraceContext: ...
+    def batch_applied(self) -> None: ...
+    def committing(
+        self, records: Sequence[tuple[str, TraceContext]]
+    ) -> AbstractContextManager[list[RecordHeaders]]: ...
+    def binding(
+        self, context: TraceContext | None, pod: Pod | None, node_name: str
+    ) -> AbstractContextManager[None]: ...
+    def recording_pod_group_result(
+        self, request: binder_pb2.RecordPodGroupResultRequest
+    ) -> AbstractContextManager[None]: ...
+    def pod_group_bound(self, count: int) -> None: ...
+    def recording_failure(
+        self, request: binder_pb2.RecordFailureRequest, pods_by_uid: Mapping[str, Any]
+    ) -> AbstractContextManager[None]: ...
 
 
 @dataclass
 class Operation:
-    """One RPC's change: `apply` runs against the cluster inside a batch."""
+    """One RPC's change: `apply` runs against the cluster inside a batch, in the submitting RPC's
+    trace (the operation's spans and records join it)."""
 
     apply: Callable[[Cluster], Any]
+    trace: TraceContext
     done: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
-    # The submitting RPC's trace context: the operation's spans and records join its trace.
-    context: otel_context.Context = field(default_factory=otel_context.get_current)
 
 
 class Binder:
-    def __init__(self, config: BinderConfig, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, config: BinderConfig, clock: Clock | None = None, observer: BinderObserver | None = None
+    ) -> None:
         self.config = config
-        self.clock = clock  # timestamps of changes and events, grace-period deadlines
+        self.clock = clock or SystemClock()  # timestamps of changes and events, grace-period deadlines
+        self.observer = observer or BinderTelemetry(self.clock)
         self.objects_topic, self.events_topic = topics(config.topic_prefix)
         self.cluster = Cluster(
-            clock,
+            self.clock.time,
             uid_factory=lambda: str(uuid.uuid4()),
             # ResourceQuota admission runs here, in the single writer's serialized batches.
             quota_admission=load_admission_config(config.admission_config),
@@ -129,15 +138,6 @@ class Binder:
         # The JSON of each object this batch recorded, by id (the object is held, so no id is reused
         # within the batch): a write answers with the JSON its record carries instead of encoding again.
         self._batch_json: dict[int, tuple[Any, bytes]] = {}
-        # Trace context of each victim's eviction, so its removal after the grace period (a later
-        # batch, started by the timer) is part of the preemptor's trace.
-        self._eviction_contexts: dict[str, otel_context.Context] = {}
-        # Trace context of the last eviction of a pod a workload controls, by the workload's uid: the
-        # replacement its controller creates joins that trace (a "replace pod" span under it). One per
-        # workload, so this is bounded by the workloads.
-        self._owner_eviction_contexts: dict[str, otel_context.Context] = {}
-        # This batch's "terminate" spans, by pod uid: the removal's records and events go under them.
-        self._termination_contexts: dict[str, otel_context.Context] = {}
         self._operations: asyncio.Queue[Operation] = asyncio.Queue()
         self._wake_timer = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -149,92 +149,23 @@ class Binder:
     def _on_change(self, change: Change) -> None:
         if not self._recording:
             return
-        obj, key, value, object_json = change_record(change, WRITER, self.clock(), self._last_recorded_version)
+        obj, key, value, object_json = change_record(change, WRITER, self.clock.time(), self._last_recorded_version)
         self._last_recorded_version = obj.metadata.resource_version
         self._batch_json[id(obj)] = (obj, object_json)
-        context = otel_context.get_current()
-        if telemetry.tracing_enabled() and change.kind == KIND_POD:
-            context = self._trace_pod_change(change, context)
-        self._records.append((self.objects_topic, key, value, context))
+        trace = self.observer.change_recorded(change)
+        self._records.append((self.objects_topic, key, value, trace))
         if change.type == REMOVED:
             # The tombstone lets compaction remove the object's records, the DELETED one included,
             # once followers have had delete.retention.ms to see it; the DELETED record before it
             # tells live followers what was deleted, at which version.
-            self._records.append((self.objects_topic, key, None, context))
-
-    def _trace_pod_change(self, change: Change, context: otel_context.Context) -> otel_context.Context:
-        """Remember where an eviction happened; give a removal after the grace period a
-        "terminate" span in the evicting trace. Returns the context the change's record belongs to."""
-        old, new = change.old, change.new
-        if new is not None and new.metadata.deletion_timestamp and (old is None or not old.metadata.deletion_timestamp):
-            self._eviction_contexts[new.uid] = context
-            owner = new.metadata.controller_ref()
-            if owner is not None and trace.get_current_span(context).get_span_context().is_valid:
-                self._owner_eviction_contexts[owner.uid] = context
-        if change.type == REMOVED and old is not None:
-            return self._termination_context(old.uid, old) or context
-        if change.type == ADDED and new is not None:
-            return self._replacement_context(new) or context
-        return context
-
-    def _replacement_context(self, pod: Any) -> otel_context.Context | None:
-        """A pod a controller created after one of its pods was evicted: a "replace pod" span in the
-        evicting trace, so the replacement's journey continues the preemption that caused it."""
-        owner = pod.metadata.controller_ref()
-        evicted_in = self._owner_eviction_contexts.pop(owner.uid, None) if owner is not None else None
-        if evicted_in is None or owner is None:
-            return None
-        attributes = telemetry.pod_attributes(pod)
-        attributes["podsched.owner"] = f"{owner.kind}/{owner.name}"
-        span = telemetry.tracer().start_span("replace pod", context=evicted_in, attributes=attributes)
-        span.end()
-        return trace.set_span_in_context(span, evicted_in)
-
-    def _termination_context(self, uid: str, pod: Any) -> otel_context.Context | None:
-        """The "terminate pod" span of an evicted pod removed in this batch (created by whichever of
-        its Deleted event and its removal comes first), or None for a pod nobody evicted."""
-        if uid in self._termination_contexts:
-            return self._termination_contexts[uid]
-        evicted_in = self._eviction_contexts.pop(uid, None)
-        if evicted_in is None:
-            return None
-        attributes = telemetry.pod_attributes(pod) if pod is not None else {"k8s.pod.uid": uid}
-        if pod is not None:
-            attributes["k8s.node.name"] = pod.spec.node_name
-        span = telemetry.tracer().start_span("terminate pod", context=evicted_in, attributes=attributes)
-        span.end()
-        context = trace.set_span_in_context(span, evicted_in)
-        self._termination_contexts[uid] = context
-        return context
+            self._records.append((self.objects_topic, key, None, trace))
 
     def _on_event(self, event: ev.Event) -> None:
         if not self._recording:
             return
-        EVENTS.labels(event.type, event.reason).inc()
-        uid = event.involved_object.uid
-        context = self._termination_contexts.get(uid) or otel_context.get_current()
-        if event.reason == ev.DELETED and telemetry.tracing_enabled():
-            context = self._termination_context(uid, self.cluster.pods_by_uid.get(uid)) or context
-        if event.reason in LOGGED_REASONS:
-            token = otel_context.attach(context)
-            try:
-                obj = event.involved_object
-                telemetry.decision(
-                    log,
-                    "%s %s/%s: %s",
-                    event.reason,
-                    obj.namespace,
-                    obj.name,
-                    event.message,
-                    decision=event.reason,
-                    pod=f"{obj.namespace}/{obj.name}",
-                    # The preemptor of a Preempted victim (the message names only its UID, as upstream's does).
-                    related=f"{event.related.namespace}/{event.related.name}" if event.related else None,
-                )
-            finally:
-                otel_context.detach(token)
+        trace = self.observer.event_recorded(event, self.cluster.pods_by_uid)
         key, value = event_record(event)
-        self._records.append((self.events_topic, key, value, context))
+        self._records.append((self.events_topic, key, value, trace))
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -331,7 +262,7 @@ class Binder:
         committed (resource version, last event sequence)."""
         if self.failed.is_set():
             raise RuntimeError("binder is restarting after a failed commit")
-        operation = Operation(apply)
+        operation = Operation(apply, self.observer.current_trace())
         self._operations.put_nowait(operation)
         return await operation.done
 
@@ -344,20 +275,18 @@ class Binder:
 
     async def _run_batch(self, batch: list[Operation]) -> None:
         outcomes: list[tuple[bool, Any]] = []
-        BATCH_OPERATIONS.observe(len(batch))
+        self.observer.batch_started(len(batch))
         self._recording = True
         try:
             for operation in batch:
-                token = otel_context.attach(operation.context)
-                try:
-                    outcomes.append((True, operation.apply(self.cluster)))
-                except (ApiError, BindError) as error:  # refused: changed nothing
-                    outcomes.append((False, error))
-                except Exception as error:  # a bug: fail this write, keep the write loop alive
-                    log.exception("applying a write failed unexpectedly")
-                    outcomes.append((False, error))
-                finally:
-                    otel_context.detach(token)
+                with self.observer.within(operation.trace):
+                    try:
+                        outcomes.append((True, operation.apply(self.cluster)))
+                    except (ApiError, BindError) as error:  # refused: changed nothing
+                        outcomes.append((False, error))
+                    except Exception as error:  # a bug: fail this write, keep the write loop alive
+                        log.exception("applying a write failed unexpectedly")
+                        outcomes.append((False, error))
             # Node-pressure eviction and the controllers react to this batch's changes in the same
             # transaction (a preempted pod's replacement commits with its eviction).
             try:
@@ -367,7 +296,7 @@ class Binder:
             self.cluster.refresh_pdb_status()
         finally:
             self._recording = False
-            self._termination_contexts.clear()
+            self.observer.batch_applied()
             self._batch_json.clear()
         records, self._records = self._records, []
         last_change = next((r for r in reversed(records) if r[0] == self.objects_topic), None)
@@ -387,7 +316,7 @@ class Binder:
         self._wake_timer.set()
         # Events the topic no longer keeps, and more than a rebuilt binder reads, are forgotten: a
         # binder running for weeks holds what one restarted now would (repeats match recent events).
-        self.cluster.recorder.expire(self.clock() - self.config.events_retention_ms / 1000, EVENTS_REPLAYED)
+        self.cluster.recorder.expire(self.clock.time() - self.config.events_retention_ms / 1000, EVENTS_REPLAYED)
         # The versions as committed: by the time a caller resumes, the next batch may have been
         # applied but not committed, and a caller must never wait for a version that may vanish.
         committed = self.versions()
@@ -402,52 +331,20 @@ class Binder:
     async def _commit(self, records: list[PendingRecord]) -> None:
         producer = self.producer
         assert producer is not None
-        spans, headers = self._send_spans(records)
-        began = time.perf_counter()
-        try:
+        with self.observer.committing([(topic, trace) for topic, _, _, trace in records]) as headers:
             async with producer.transaction():
                 futures = [
                     await producer.send(topic, value=value, key=key, headers=record_headers)
                     for (topic, key, value, _), record_headers in zip(records, headers, strict=True)
                 ]
                 await asyncio.gather(*futures)
-        except BaseException as error:
-            TRANSACTIONS.labels("aborted").inc()
-            for span in spans:
-                span.set_status(StatusCode.ERROR, f"transaction not committed: {error}")
-                span.end()
-            raise
-        TRANSACTIONS.labels("committed").inc()
-        COMMIT_SECONDS.observe(time.perf_counter() - began)
-        for topic, count in collections.Counter(topic for topic, *_ in records).items():
-            RECORDS_PRODUCED.labels(topic).inc(count)
-        for span in spans:
-            span.end()
-
-    def _send_spans(self, records: list[PendingRecord]) -> tuple[list[Span], list[list[tuple[str, bytes]] | None]]:
-        """One PRODUCER span per (trace context, topic) in the batch; each record carries its span's
-        context in its headers, so consumers continue the trace of the write that made it."""
-        if not telemetry.tracing_enabled():
-            return [], [None] * len(records)
-        by_group: dict[tuple[int, str], tuple[Span, list[tuple[str, bytes]]]] = {}
-        counts: dict[tuple[int, str], int] = {}
-        for topic, _, _, context in records:
-            counts[(id(context), topic)] = counts.get((id(context), topic), 0) + 1
-        headers: list[list[tuple[str, bytes]] | None] = []
-        for topic, _, _, context in records:
-            group = (id(context), topic)
-            if group not in by_group:
-                span = telemetry.start_send_span(topic, counts[group], context)
-                by_group[group] = (span, telemetry.headers_for(span))
-            headers.append(list(by_group[group][1]))
-        return [span for span, _ in by_group.values()], headers
 
     async def _termination_timer(self) -> None:
         """The node agent's clock: remove terminating pods when their grace period ends."""
         while True:
             due = self.cluster.next_termination_time()
             self._wake_timer.clear()
-            timeout = None if due is None else max(0.0, due - self.clock())
+            timeout = None if due is None else max(0.0, due - self.clock.time())
             try:
                 await asyncio.wait_for(self._wake_timer.wait(), timeout)
                 continue  # something changed: recompute
@@ -476,6 +373,7 @@ class Binder:
 class BinderServicer(binder_pb2_grpc.BinderServicer):
     def __init__(self, binder: Binder) -> None:
         self.binder = binder
+        self.observer = binder.observer
 
     async def _run(
         self, context: grpc.aio.ServicerContext, apply: Callable[[Cluster], Any]
@@ -510,25 +408,23 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         except ValueError as error:
             code = grpc.StatusCode.INVALID_ARGUMENT.value[0]
             return binder_pb2.WriteOutcome(code=code, message=f"error: invalid JSON: {error}")
-        # The write's spans and records join the trace of the request it came from: the RPC's own for
-        # Write, the one each object of a WriteMany carries (each runs as its own task under gather,
-        # so attaching here touches no other write's context).
-        token = otel_context.attach(telemetry.context_from_carrier(write.trace_context) or otel_context.get_current())
 
         def apply(cluster: Cluster) -> tuple[str, bytes, str]:
             action, stored = cluster.apply(obj)
             return action, self.binder.json_of(stored), stored.metadata.uid
 
         try:
-            (action, stored_json, uid), (version, sequence) = await self.binder.submit(apply)
+            # The write's spans and records join the trace of the request it came from: the RPC's own
+            # for Write, the one each object of a WriteMany carries (each runs as its own task under
+            # gather, so entering it here touches no other write's context).
+            with self.observer.within(self.observer.trace_of(write.trace_context)):
+                (action, stored_json, uid), (version, sequence) = await self.binder.submit(apply)
         except ApiError as error:
             return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
         except RuntimeError as error:  # the binder is restarting after a failed commit
             return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNAVAILABLE.value[0], message=str(error))
         except Exception as error:  # a bug, logged by the write loop: this write fails alone
             return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNKNOWN.value[0], message=str(error))
-        finally:
-            otel_context.detach(token)
         response = binder_pb2.WriteResponse(
             action=action, object_json=stored_json, resource_version=version, event_sequence=sequence, uid=uid
         )
@@ -544,31 +440,21 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         return binder_pb2.DeleteResponse(object_json=deleted_json, resource_version=version, event_sequence=sequence)
 
     async def Bind(self, request: binder_pb2.BindRequest, context: grpc.aio.ServicerContext) -> Any:
-        bindings = [(b.pod_uid, b.node_name, telemetry.context_from_carrier(b.trace_context)) for b in request.bindings]
+        bindings = [(b.pod_uid, b.node_name, self.observer.trace_of(b.trace_context)) for b in request.bindings]
 
         def bind_all(cluster: Cluster) -> list[binder_pb2.BindResult]:
             self.binder.admit_leader(request.leader_epoch)
             results = []
             for pod_uid, node_name, pod_trace in bindings:
-                # Under the pod's attempt when the queue sent it (a Bind carries many pods), else the RPC.
-                with telemetry.tracer().start_as_current_span("bind pod", context=pod_trace) as span:
-                    pod = cluster.pods_by_uid.get(pod_uid)
-                    if pod is not None:
-                        span.set_attributes(telemetry.pod_attributes(pod))
-                    span.set_attribute("k8s.node.name", node_name)
-                    try:
+                try:
+                    with self.observer.binding(pod_trace, cluster.pods_by_uid.get(pod_uid), node_name):
                         cluster.bind(pod_uid, node_name)
-                        results.append(binder_pb2.BindResult(pod_uid=pod_uid, bound=True))
-                        BINDS.labels("bound").inc()
-                    except BindError as error:
-                        span.set_status(StatusCode.ERROR, error.message)
-                        span.set_attribute("podsched.bind.refused", error.reason)
-                        BINDS.labels("refused").inc()
-                        results.append(
-                            binder_pb2.BindResult(
-                                pod_uid=pod_uid, bound=False, reason=error.reason, message=error.message
-                            )
-                        )
+                except BindError as error:
+                    results.append(
+                        binder_pb2.BindResult(pod_uid=pod_uid, bound=False, reason=error.reason, message=error.message)
+                    )
+                else:
+                    results.append(binder_pb2.BindResult(pod_uid=pod_uid, bound=True))
             return results
 
         results, (version, sequence) = await self._run(context, bind_all)
@@ -593,15 +479,7 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
 
         def record(cluster: Cluster) -> list[PodGroupWrite]:
             self.binder.admit_leader(request.leader_epoch)
-            with telemetry.tracer().start_as_current_span("record pod group result") as span:
-                span.set_attributes(
-                    {
-                        "podsched.pod_group.name": f"{request.namespace}/{request.name}",
-                        "podsched.pod_group.size": len(request.pods),
-                        "podsched.pod_group.scheduled": request.code == 0,
-                        "podsched.victims": list(request.victim_uids),
-                    }
-                )
+            with self.observer.recording_pod_group_result(request):
                 status = Status(Code(request.code), [request.message] if request.message else [])
                 result = recorded_pod_group_result(
                     cluster,
@@ -613,9 +491,7 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
                     list(request.victim_uids),
                 )
                 done = actuate_pod_group_result(cluster, result, cluster.clock())
-                bound = sum(1 for write in done if write.node_name)
-                span.set_attribute("podsched.pod_group.bound", bound)
-                BINDS.labels("bound").inc(bound)
+                self.observer.pod_group_bound(sum(1 for write in done if write.node_name))
                 return done
 
         done, (version, sequence) = await self._run(context, record)
@@ -629,25 +505,7 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
     async def RecordFailure(self, request: binder_pb2.RecordFailureRequest, context: grpc.aio.ServicerContext) -> Any:
         def record(cluster: Cluster) -> None:
             self.binder.admit_leader(request.leader_epoch)
-            # Evictions, nomination changes and the FailedScheduling event in one span, so a trace
-            # shows what the binder actually changed (victims already gone are skipped).
-            with telemetry.tracer().start_as_current_span("record scheduling failure") as span:
-                pod = cluster.pods_by_uid.get(request.pod_uid)
-                if pod is not None:
-                    span.set_attributes(telemetry.pod_attributes(pod))
-                victims = [
-                    f"{victim.namespace}/{victim.name}"
-                    for uid in request.victim_uids
-                    if (victim := cluster.pods_by_uid.get(uid)) is not None
-                ]
-                span.set_attributes(
-                    {
-                        "podsched.nominated_node": request.nominated_node_name,
-                        "podsched.victims": victims,
-                        "podsched.nominations_cleared": len(request.clear_nomination_uids)
-                        + int(request.clear_own_nomination),
-                    }
-                )
+            with self.observer.recording_failure(request, cluster.pods_by_uid):
                 record_scheduling_failure(
                     cluster,
                     request.pod_uid,
