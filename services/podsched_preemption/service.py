@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
-from opentelemetry import trace
-from prometheus_client import Counter, Histogram
 
-from podsched.api.types import Pod
+from podsched.api.types import Pod, PodGroup
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import ColumnStrategy, VectorizedDryRun
 from podsched.framework.cycle_state import CycleState
@@ -38,7 +35,7 @@ from podsched.scheduler.profile import Profiles
 from podsched.scheduler.schedule_one import SchedulingAlgorithm
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
-from podsched_service import telemetry
+from podsched_service.clock import Clock, SystemClock
 from podsched_service.codec import node_to_status, reference
 from podsched_service.scheduling import (
     ClusterCopy,
@@ -49,29 +46,25 @@ from podsched_service.scheduling import (
 )
 
 from .config import PreemptionConfig
+from .instrumentation import VECTORIZED, WORKERS, PostFilterTelemetry
 from .workers import WorkerPool, WorkerSettings
 
 log = logging.getLogger(__name__)
 
-# kube-scheduler's names, help texts and buckets.
-PREEMPTION_ATTEMPTS = Counter("scheduler_preemption_attempts", "Total preemption attempts in the cluster till now")
-PREEMPTION_VICTIMS = Histogram(
-    "scheduler_preemption_victims",
-    "Number of selected preemption victims",
-    # kube-scheduler: "we think #victims>64 is pretty rare, therefore [64, +Inf) is considered a single bucket."
-    buckets=[1, 2, 4, 8, 16, 32, 64],
-)
 
-RUN_PODS = Histogram(
-    "podsched_preemption_run_pods",
-    "Pods decided per PostFilterRun request: the pod that fit nowhere and the pods after it that fit nowhere too",
-    buckets=[1, 2, 4, 8, 16, 32, 64, 128],
-)
+class PostFilterObserver(Protocol):
+    """What the coordinator reports at each step of a decision (instrumentation.PostFilterTelemetry).
+    Hooks annotate the current request, or the run cycle inside `run_cycle`."""
 
-STALE_FILTER_RESULTS = Counter(
-    "podsched_preemption_stale_filter_results",
-    "PostFilter requests whose Filter outcome predates a change that may let the pod fit (filtered again here)",
-)
+    def run_decided(self, decisions: int) -> None: ...
+    def run_cycle(self, carrier: Mapping[str, str]) -> AbstractContextManager[None]: ...
+    def run_ends_here(self) -> None: ...
+    def filtered_again(self) -> None: ...
+    def dry_run_path(self, path: str) -> None: ...
+    def shard_carrier(self) -> dict[str, str]: ...
+    def scheduling_pod_group(self, group: PodGroup, size: int) -> None: ...
+    def pod_group_scheduled(self, scheduled: bool) -> None: ...
+    def decided(self, pod: Pod, response: preemption_pb2.PostFilterResponse, dry_run: bool) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +78,12 @@ class ProfilePostFilter:
 
 
 class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
-    def __init__(self, config: PreemptionConfig, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, config: PreemptionConfig, clock: Clock | None = None, observer: PostFilterObserver | None = None
+    ) -> None:
         self.config = config
-        self.clock = clock  # the dry runs' `now` (grace periods, victims' start times)
+        self.clock = clock or SystemClock()  # the dry runs' `now` (grace periods, victims' start times)
+        self.observer = observer or PostFilterTelemetry()
         self.scheduler_config = load_scheduler_config(config.scheduler_config)
         # Pending pods are decoded when a request comes: most are scheduled without ever reaching here.
         self.copy = ClusterCopy(
@@ -95,6 +91,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             config.topic_prefix,
             scheduler_config=self.scheduler_config,
             defer_pending_pods=True,
+            clock=self.clock.time,
         )
         # GenericWorkload: pod-group cycles (SchedulePodGroup) on this copy; None with the gate off.
         self.pod_groups = (
@@ -173,7 +170,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
                     self._continue_run(request.next, response, assumed)
         except (TimeoutError, RuntimeError) as error:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"preemption dry run failed: {error}")
-        RUN_PODS.observe(len(response.decisions))
+        self.observer.run_decided(len(response.decisions))
         return response
 
     async def SchedulePodGroup(
@@ -197,15 +194,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         if profile is None:
             await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no profile schedules the group's pods")
             raise AssertionError("unreachable: abort raises")
-        span = trace.get_current_span()
-        span.set_attributes(
-            {
-                "podsched.pod_group.name": f"{group.namespace}/{group.name}",
-                "podsched.pod_group.size": len(pods),
-                "podsched.pod_group.min_count": group.min_count,
-                "podsched.pod_group.policy": group.scheduling_policy,
-            }
-        )
+        self.observer.scheduling_pod_group(group, len(pods))
         with self.copy.assumed_nominations(request.assumed_nominations):
             result = self.pod_groups.schedule(
                 profile.algorithm,
@@ -214,9 +203,9 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
                 cluster.snapshot(),
                 cluster.pdb_list(),
                 self.copy.nominator,
-                self.clock(),
+                self.clock.time(),
             )
-        span.set_attribute("podsched.pod_group.scheduled", result.scheduled)
+        self.observer.pod_group_scheduled(result.scheduled)
         response = preemption_pb2.SchedulePodGroupResponse(
             code=int(result.status.code),
             message=result.status.message,
@@ -265,21 +254,20 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         cluster = self.copy.cluster
         snapshot = cluster.snapshot()
         pdbs = cluster.pdb_list()
-        now = self.clock()
+        now = self.clock.time()
         for ref in refs:
             pod = cluster.pods_by_uid.get(ref.uid)
             profile = self.profiles.for_pod(pod) if pod is not None else None
             if pod is None or pod.spec.node_name or ref.pod_json or profile is None:
                 return
-            parent = telemetry.context_from_carrier(ref.trace_context)
-            with telemetry.tracer().start_as_current_span("preemption run cycle", context=parent) as span:
+            with self.observer.run_cycle(ref.trace_context):
                 cycle = profile.algorithm.schedule_on_columns(pod, snapshot, pdbs, self.copy.nominator, now)
                 if cycle is None or cycle.node_name or cycle.fit_error is None or cycle.post_filter_status is None:
-                    span.set_attribute("podsched.run_ends_here", True)
+                    self.observer.run_ends_here()
                     return
-                span.set_attribute("podsched.dry_run_path", "vectorized")
+                self.observer.dry_run_path(VECTORIZED)
                 answer = (cycle.post_filter, cycle.post_filter_status)
-                decision = self._response(pod, answer, cycle.fit_error, response.resource_version, span)
+                decision = self._response(pod, answer, cycle.fit_error, response.resource_version)
             fit_error = cycle.fit_error
             response.decisions.add(
                 filter_result=filter_pb2.Placement(
@@ -302,9 +290,8 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         diagnosis = node_to_status(list(filtered.node_statuses), filtered.absent_status)
         fit_error = FitError(filtered.num_all_nodes, diagnosis, filtered.pre_filter_message)
         snapshot = cluster.snapshot()
-        now = self.clock()
+        now = self.clock.time()
         version = self.copy.replica.version
-        span = trace.get_current_span()
         profile = self.profiles.for_pod(pod)
         if profile is None or not profile.config.preemption_enabled:
             # No PostFilter in the pod's profile (or no profile: another scheduler's pod): the
@@ -315,8 +302,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             # This copy has a change the filter's answer predates that may let the pod fit: deciding
             # on that diagnosis could evict a pod for nothing. Filter again here, on the same copy
             # PostFilter then reads (one snapshot, as in kube-scheduler).
-            STALE_FILTER_RESULTS.inc()
-            span.set_attribute("podsched.dry_run_path", "filtered again")
+            self.observer.filtered_again()
             cycle = profile.algorithm.schedule(pod, snapshot, cluster.pdb_list(), self.copy.nominator, now)
             if cycle.node_name or cycle.fit_error is None or cycle.post_filter_status is None:
                 # It fits now (or the cycle ended in an error): the queue filters it again.
@@ -325,9 +311,9 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             fit_error.pre_filter_msg = cycle.fit_error.pre_filter_msg
             answer = (cycle.post_filter, cycle.post_filter_status)
         if answer is None:
-            answer = self._post_filter(profile, pod, request, diagnosis, snapshot, now, span)
+            answer = self._post_filter(profile, pod, request, diagnosis, snapshot, now)
         dry_run = bool(request.pod.pod_json)
-        response = self._response(pod, answer, fit_error, version, span, dry_run=dry_run)
+        response = self._response(pod, answer, fit_error, version, dry_run=dry_run)
         if dry_run:  # what apply --dry-run=server prints under its prediction
             policy = victim_policy_of(profile.algorithm.framework, now)
             # With GenericWorkload, also what the pods' PodGroups changed (the framework's lister).
@@ -345,7 +331,6 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         diagnosis: NodeToStatus,
         snapshot: Snapshot,
         now: float,
-        span: trace.Span,
     ) -> tuple[PostFilterResult | None, Status]:
         """DefaultPreemption on the request's Filter outcome. The vectorized dry run (podsched.fastpath)
         decides in-process whenever it applies (resource-only pods and clusters without inter-pod
@@ -367,7 +352,15 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
                 return [run_shard(framework, state, pod, shard, pdbs, now, wanted, policy) for shard in shards]
             # The workers select victims with their own copy of the profile's PostFilter plugin.
             return self.pool.run_shards(
-                shards, wanted, request.pod.uid, request.pod.pod_json, version, now, pods_by_uid, assumed
+                shards,
+                wanted,
+                request.pod.uid,
+                request.pod.pod_json,
+                version,
+                now,
+                pods_by_uid,
+                assumed,
+                trace_carrier=self.observer.shard_carrier(),
             )
 
         executor: DryRunExecutor = sharded_dry_run(run_shards, max(1, self.config.workers))
@@ -385,9 +378,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
         view = ClusterView(snapshot, cluster.pdb_list(), self.copy.nominator, now)
         answer = run_post_filter(plugins, state, pod, diagnosis, view)
-        span.set_attribute(
-            "podsched.dry_run_path", "vectorized" if vectorized and vectorized.vectorized_runs else "workers"
-        )
+        self.observer.dry_run_path(VECTORIZED if vectorized and vectorized.vectorized_runs else WORKERS)
         return answer
 
     def _response(
@@ -396,15 +387,11 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         answer: tuple[PostFilterResult | None, Status],
         fit_error: FitError,
         version: int,
-        span: trace.Span,
         dry_run: bool = False,
     ) -> preemption_pb2.PostFilterResponse:
-        """The PostFilter decision as the queue passes it to the binder; counted in kube-scheduler's
-        preemption metrics unless it answers an API dry run (not a scheduling attempt)."""
+        """The PostFilter decision as the queue passes it to the binder (reported to the observer)."""
         result, status = answer
         fit_error.post_filter_msg = status.message
-        if not dry_run:
-            PREEMPTION_ATTEMPTS.inc()
         candidates = result.candidates if result is not None else []
         response = preemption_pb2.PostFilterResponse(
             message=fit_error.message(), candidates=len(candidates), resource_version=version
@@ -417,39 +404,5 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             response.pdb_violations = chosen.num_pdb_violations if chosen is not None else 0
         elif result is not None:
             response.clear_own_nomination = True
-        if response.nominated_node_name and not dry_run:
-            PREEMPTION_VICTIMS.observe(len(response.victims))
-        self._explain(pod, response, dry_run, span)
+        self.observer.decided(pod, response, dry_run)
         return response
-
-    def _explain(self, pod: Any, response: preemption_pb2.PostFilterResponse, dry_run: bool, span: trace.Span) -> None:
-        """The decision on the pod's span and as one log line."""
-        victims = [f"{v.namespace}/{v.name}" for v in response.victims]
-        if span.is_recording():
-            span.set_attributes(telemetry.pod_attributes(pod))
-            span.set_attributes(
-                {
-                    "podsched.candidates": response.candidates,
-                    "podsched.nominated_node": response.nominated_node_name,
-                    "podsched.victims": victims,
-                    "podsched.pdb_violations": response.pdb_violations,
-                    "podsched.dry_run": dry_run,
-                    "podsched.message": response.message,
-                }
-            )
-        telemetry.decision(
-            log,
-            "preemption for %s/%s: %s",
-            pod.namespace,
-            pod.name,
-            f"node {response.nominated_node_name}, victims {', '.join(victims)}"
-            if response.nominated_node_name
-            else "no candidate",
-            decision="Preemption",
-            pod=f"{pod.namespace}/{pod.name}",
-            candidates=response.candidates,
-            node=response.nominated_node_name,
-            victims=victims,
-            pdb_violations=response.pdb_violations,
-            dry_run=dry_run,
-        )

@@ -13,11 +13,10 @@ import itertools
 import logging
 import multiprocessing
 import multiprocessing.connection
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass
-from typing import Any
-
-from opentelemetry import propagate
+from typing import Any, Protocol
 
 from podsched.cluster.state import Cluster
 from podsched.framework.cycle_state import CycleState
@@ -32,6 +31,8 @@ from podsched.scheduler.profile import Profiles
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_service import gc_tuning, telemetry
 from podsched_service.scheduling import ClusterCopy, load_scheduler_config, pod_to_place
+
+from .instrumentation import ShardTelemetry
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,16 @@ class WorkerSettings:
 WireOutcome = tuple[str, list[str], int, tuple[int, list[str], str] | None]
 
 
+class ShardObserver(Protocol):
+    """What a worker reports of each shard (instrumentation.ShardTelemetry)."""
+
+    def selecting_victims(
+        self, worker: int, pod_uid: str, nodes: int, carrier: Mapping[str, str]
+    ) -> AbstractContextManager[None]: ...
+    def shard_answered(self, candidates: int) -> None: ...
+    def shard_failed(self, error: Exception) -> None: ...
+
+
 def _worker_main(settings: dict[str, Any], conn: multiprocessing.connection.Connection, index: int) -> None:
     gc_tuning.tune_for_service()
     parsed = WorkerSettings(**settings)
@@ -66,7 +77,13 @@ def _worker_main(settings: dict[str, Any], conn: multiprocessing.connection.Conn
         shutdown_tracing()
 
 
-async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connection.Connection, index: int) -> None:
+async def _serve_worker(
+    settings: WorkerSettings,
+    conn: multiprocessing.connection.Connection,
+    index: int,
+    observer: ShardObserver | None = None,
+) -> None:
+    observer = observer or ShardTelemetry()
     scheduler_config = load_scheduler_config(settings.scheduler_config)
     copy = ClusterCopy(settings.bootstrap, settings.prefix, scheduler_config=scheduler_config)
     # The dry run filters with the plugins of the pod's profile (its spec.schedulerName).
@@ -86,26 +103,26 @@ async def _serve_worker(settings: WorkerSettings, conn: multiprocessing.connecti
             requests.put_nowait(None)
 
     loop.add_reader(conn.fileno(), readable)
-    while True:
-        request = await requests.get()
-        if request is None:
-            return
-        request_id, pod_uid, pod_json, node_names, min_version, now, wanted, trace_carrier, assumed = request
-        with telemetry.tracer().start_as_current_span(
-            "SelectVictimsOnNode shard",
-            context=propagate.extract(trace_carrier) if trace_carrier else None,
-            attributes={"podsched.worker": index, "podsched.shard_nodes": len(node_names), "k8s.pod.uid": pod_uid},
-        ) as span:
-            try:
-                await copy.replica.wait_for(min_version)
-                with assumed_nominations(copy.nominator, copy.cluster.pods_by_uid, assumed):
-                    outcomes = _run(copy.cluster, frameworks, pod_uid, pod_json, node_names, now, wanted)
-                span.set_attribute("podsched.candidates", sum(1 for outcome in outcomes if outcome[3] is None))
-                conn.send((request_id, "ok", outcomes))
-            except Exception as error:  # report, keep serving: the coordinator fails the RPC
-                log.exception("shard failed")
-                span.record_exception(error)
-                conn.send((request_id, "error", f"{type(error).__name__}: {error}"))
+    try:
+        while True:
+            request = await requests.get()
+            if request is None:
+                return
+            request_id, pod_uid, pod_json, node_names, min_version, now, wanted, trace_carrier, assumed = request
+            with observer.selecting_victims(index, pod_uid, len(node_names), trace_carrier):
+                try:
+                    await copy.replica.wait_for(min_version)
+                    with assumed_nominations(copy.nominator, copy.cluster.pods_by_uid, assumed):
+                        outcomes = _run(copy.cluster, frameworks, pod_uid, pod_json, node_names, now, wanted)
+                    observer.shard_answered(sum(1 for outcome in outcomes if outcome[3] is None))
+                    conn.send((request_id, "ok", outcomes))
+                except Exception as error:  # report, keep serving: the coordinator fails the RPC
+                    log.exception("shard failed")
+                    observer.shard_failed(error)
+                    conn.send((request_id, "error", f"{type(error).__name__}: {error}"))
+    finally:  # the coordinator is gone (or the process stops)
+        loop.remove_reader(conn.fileno())
+        await copy.replica.stop()
 
 
 def _run(
@@ -163,13 +180,15 @@ class WorkerPool:
 
     async def wait_ready(self) -> None:
         for index, conn in enumerate(self.connections):
-            deadline = asyncio.get_running_loop().time() + WORKER_START_TIMEOUT
-            while not conn.poll():
-                if not self.processes[index].is_alive():
-                    raise RuntimeError(f"preemption worker {index} exited with {self.processes[index].exitcode}")
-                if asyncio.get_running_loop().time() > deadline:
-                    raise TimeoutError(f"preemption worker {index} not ready after {WORKER_START_TIMEOUT}s")
-                await asyncio.sleep(0.05)
+            try:
+                async with asyncio.timeout(WORKER_START_TIMEOUT):
+                    while not conn.poll():
+                        if not self.processes[index].is_alive():
+                            exitcode = self.processes[index].exitcode
+                            raise RuntimeError(f"preemption worker {index} exited with {exitcode}")
+                        await asyncio.sleep(0.05)
+            except TimeoutError:
+                raise TimeoutError(f"preemption worker {index} not ready after {WORKER_START_TIMEOUT}s") from None
             assert conn.recv() == "ready"
 
     def run_shards(
@@ -182,13 +201,13 @@ class WorkerPool:
         now: float,
         victims_by_uid: dict[str, Any],
         assumed: Sequence[tuple[str, str]] = (),
+        trace_carrier: Mapping[str, str] | None = None,
     ) -> list[list[NodeVictims]]:
-        """Blocking: the coordinator's PostFilter is one synchronous Evaluator.preempt call."""
+        """Blocking: the coordinator's PostFilter is one synchronous Evaluator.preempt call. Each
+        worker's span joins the trace `trace_carrier` names."""
         request_id = next(self._request_ids)
         used = self.connections[: len(shards)]
-        carrier: dict[str, str] = {}
-        if telemetry.tracing_enabled():
-            propagate.inject(carrier)  # each worker's span joins the PostFilter's trace
+        carrier = dict(trace_carrier or {})
         for conn, shard in zip(used, shards, strict=True):
             names = [info.name for info in shard]
             conn.send((request_id, pod_uid, pod_json, names, min_version, now, wanted, carrier, list(assumed)))
