@@ -8,13 +8,11 @@ through the log. The batch stops at the first pod that fits nowhere."""
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
-from opentelemetry import trace
 
 from podsched.api.types import Pod
 from podsched.cluster.state import Cluster
@@ -24,21 +22,38 @@ from podsched.scheduler.assumed import AssumedPods
 from podsched.scheduler.profile import AlgorithmProfiles
 from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
-from podsched_service import telemetry
+from podsched_service.clock import Clock, SystemClock
 from podsched_service.codec import status_groups
 from podsched_service.scheduling import ClusterCopy, PodLookupError, load_scheduler_config, pod_to_place
 
 from .config import FilterConfig
+from .instrumentation import FilterTelemetry
 
 log = logging.getLogger(__name__)
 
 
+class FilterObserver(Protocol):
+    """What the filter reports of each pod it places (instrumentation.FilterTelemetry)."""
+
+    def placed(self, pod: Pod, found: filter_pb2.Placement, carrier: Mapping[str, str], single: bool) -> None:
+        """`carrier`: the pod's trace context as the request sent it; `single`: the request's only pod."""
+        ...
+
+
 class FilterServicer(filter_pb2_grpc.FilterServicer):
-    def __init__(self, config: FilterConfig, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, config: FilterConfig, clock: Clock | None = None, observer: FilterObserver | None = None
+    ) -> None:
         self.config = config
-        self.clock = clock  # the cycles' `now` (injected: tests run the servicer on a fixed time)
+        self.clock = clock or SystemClock()  # the cycles' `now` (injected: tests run the servicer on a fixed time)
+        self.observer = observer or FilterTelemetry()
         scheduler_config = load_scheduler_config(config.scheduler_config)
-        self.copy = ClusterCopy(config.kafka_bootstrap_servers, config.topic_prefix, scheduler_config=scheduler_config)
+        self.copy = ClusterCopy(
+            config.kafka_bootstrap_servers,
+            config.topic_prefix,
+            scheduler_config=scheduler_config,
+            clock=self.clock.time,
+        )
         self.profiles = AlgorithmProfiles(scheduler_config, self._build)
 
     def _build(self, profile: SchedulerConfig) -> SchedulingAlgorithm:
@@ -99,9 +114,9 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
                     message = f'profile not found for scheduler name "{pod.spec.scheduler_name}"'
                     placements.append(filter_pb2.Placement(uid=ref.uid, error=message))
                     continue
-                result = algorithm.schedule(pod, snapshot, pdbs, self.copy.nominator, self.clock())
+                result = algorithm.schedule(pod, snapshot, pdbs, self.copy.nominator, self.clock.time())
                 placements.append(placement(ref.uid, result, len(cluster.node_infos)))
-                _explain(pod, placements[-1], ref, single=len(request.pods) == 1)
+                self.observer.placed(pod, placements[-1], ref.trace_context, single=len(request.pods) == 1)
                 if not result.node_name:
                     break
                 if len(request.pods) > 1 and not ref.pod_json:
@@ -111,35 +126,6 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
             if request.dry_run:
                 profiles.next_start_node_index = start_index
         return placements
-
-
-def _explain(pod: Pod, found: filter_pb2.Placement, ref: filter_pb2.PodToPlace, single: bool) -> None:
-    """A pod's Filter/Score outcome on a span of the pod's own trace: a "filter pod" span under the
-    context the queue sent with the pod, or, for a lone pod sent without one, the RPC's span."""
-    parent = telemetry.context_from_carrier(ref.trace_context)
-    if parent is not None:
-        span = telemetry.tracer().start_span("filter pod", context=parent)
-        _describe_on_span(span, pod, found)
-        span.end()
-    elif single:
-        _describe_on_span(trace.get_current_span(), pod, found)
-
-
-def _describe_on_span(span: trace.Span, pod: Pod, found: filter_pb2.Placement) -> None:
-    if not span.is_recording():
-        return
-    span.set_attributes(telemetry.pod_attributes(pod))
-    span.set_attributes(
-        {
-            "podsched.feasible_nodes": found.feasible_nodes,
-            "podsched.evaluated_nodes": found.evaluated_nodes,
-            "podsched.all_nodes": found.num_all_nodes,
-        }
-    )
-    if found.node_name:
-        span.set_attribute("k8s.node.name", found.node_name)
-    else:
-        span.set_attribute("podsched.message", found.message or found.error)
 
 
 def placement(uid: str, result: CycleResult, num_all_nodes: int) -> filter_pb2.Placement:
