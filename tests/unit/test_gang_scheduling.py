@@ -22,6 +22,7 @@ from podsched.api.types import (
 )
 from podsched.cluster.binder import BindError
 from podsched.config.scheduler_config import SchedulerConfig, parse_scheduler_config
+from podsched.framework.node_info import PodInfo
 from podsched.framework.status import Code, Status
 from podsched.plugins.gang_scheduling import (
     WAITING_FOR_MIN_COUNT_PODS,
@@ -32,6 +33,7 @@ from podsched.plugins.names import GANG_SCHEDULING
 from podsched.plugins.pod_group_pods_count import normalize_placement_scores, score_placement
 from podsched.preemption.pod_group_preemption import PodGroupPreemptionOutcome
 from podsched.queue import scheduling_queue as sq
+from podsched.queue.nominator import Nominator
 from podsched.scheduler.pod_group_cycle import schedule_pod_group
 from podsched.simulator.engine import Simulator
 
@@ -216,6 +218,54 @@ def test_the_pod_group_post_filter_hook_gets_the_groups_own_algorithm_and_its_me
     assert [r.message for r in result.pods] == [f"pod group is unschedulable, {result.status.message}"] * 2 + [
         "0/1 nodes are available: 1 Insufficient cpu."
     ]
+
+
+def test_a_groups_own_nominations_hold_no_room_against_its_members_in_its_cycle() -> None:
+    # upstream's nominatedPodToInfo looks a nominated pod up in the queue; a group in flight is in
+    # none of its structures, so its pods come back bare (priority 0, no requests) and Filter,
+    # which adds nominated pods of >= priority, leaves them out.
+    sim = simulator(nodes=2, cpu="2")
+    assert sim.pod_groups is not None
+    group = replace(gang(2), priority=10)
+    small = make_pod("a").req(cpu="1").group(GROUP).priority(10).nominated("n1").obj()
+    large = make_pod("b").req(cpu="2").group(GROUP).priority(10).nominated("n1").obj()
+    nominator = sim.queue.nominator  # the one the profile's Filter reads
+    for pod in (small, large):
+        pod.metadata.uid = f"uid-{pod.name}"
+        nominator.add(PodInfo(pod))
+    result = sim.pod_groups.schedule(
+        sim.profiles.default, group, [small, large], sim.cluster.snapshot(), [], nominator, sim.now
+    )
+    # "b"'s nomination would leave no room for "a" on n1 (it would go to n2 and "b" to n1).
+    assert [r.node_name for r in result.pods] == ["n1", "n2"]
+    # After the cycle each is nominated as itself again.
+    assert sorted((i.pod.name, i.pod.priority) for i in nominator.nominated_pods_for_node("n1")) == [
+        ("a", 10),
+        ("b", 10),
+    ]
+
+
+def test_a_nominator_shows_a_group_in_flight_bare_and_restores_it_as_it_then_is() -> None:
+    nominator = Nominator()
+    pod = make_pod("a").req(cpu="1").group(GROUP).priority(10).nominated("n1").obj()
+    nominator.add(PodInfo(pod))
+    start = nominator.position
+    with nominator.in_flight([pod]):
+        (bare,) = nominator.nominated_pods_for_node("n1")
+        assert (bare.pod.name, bare.pod.uid, bare.pod.priority, bare.pod.spec.containers) == ("a", pod.uid, 0, ())
+        assert bare.pod.spec.pod_group_name == GROUP
+        nominator.remove(pod)  # assumed in the cycle, then forgotten: nominated again, still bare
+        nominator.add(PodInfo(pod), "n2")
+        assert [i.pod.priority for i in nominator.nominated_pods_for_node("n2")] == [0]
+    assert [i.pod for i in nominator.nominated_pods_for_node("n2")] == [pod]
+    # The journal saw every change, so a reader summing it ends where the nominator is.
+    changes = nominator.changes_since(start)
+    assert changes is not None
+    net: dict[tuple[str, str, int], int] = {}
+    for info, node, sign in changes:
+        key = (info.pod.uid, node, info.pod.priority)
+        net[key] = net.get(key, 0) + sign
+    assert {key: n for key, n in net.items() if n} == {(pod.uid, "n1", 10): -1, (pod.uid, "n2", 10): 1}
 
 
 def test_pods_that_disagree_with_their_group_fail_the_cycle_with_upstreams_error() -> None:

@@ -63,10 +63,11 @@ class NominatedColumns:
             count += level[COUNT]
             for amount, check in zip(amounts, checks, strict=True):
                 amount += level[check.resource]
-        own_node = nominator.nominated_node(pod)
-        own_row = columns.index.get(own_node, -1) if own_node else -1
-        if own_row >= 0 and pod.uid not in self._aside:  # the pod itself is in the columns: take it out again
-            request = pod_requests(pod)
+        own = nominator.nominated_pod_info(pod)  # as the nominator holds it (bare while its group is in flight)
+        own_row = columns.index.get(nominator.nominated_node(pod), -1) if own is not None else -1
+        if own is not None and own_row >= 0 and own.pod.priority >= priority and pod.uid not in self._aside:
+            # the pod itself is in the columns: take it out again
+            request = pod_requests(own.pod)
             count[own_row] -= 1
             for amount, check in zip(amounts, checks, strict=True):
                 amount[own_row] -= request.get(check.resource)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from podsched.api.types import Pod
+from podsched.api.types import ObjectMeta, Pod, PodSpec
 from podsched.framework.node_info import PodInfo
 
 # Entries the change journal keeps; past that the older half is dropped and a reader that far behind
@@ -22,6 +22,8 @@ class Nominator:
         # current without rescanning every nominated pod (the vectorized cycle's nominated load).
         self._journal: list[tuple[PodInfo, str, int]] = []
         self._journal_base = 0  # the position of _journal[0]
+        # The pods of the pod group whose cycle runs (see `in_flight`): uid -> the pod's own info.
+        self._in_flight: dict[str, PodInfo] = {}
 
     def add(self, pod_info: PodInfo, node_name: str | None = None) -> None:
         """Nominate the pod to `node_name`, or to its own status.nominatedNodeName when None
@@ -32,9 +34,46 @@ class Nominator:
         target = pod.status.nominated_node_name if node_name is None else node_name
         if not target or pod.spec.node_name:
             return
+        if pod.uid in self._in_flight:
+            self._in_flight[pod.uid] = pod_info
+            pod_info = _bare(pod)
         self._node_of[pod.uid] = target
         self._by_node.setdefault(target, []).append(pod_info)
         self._record(pod_info, target, 1)
+
+    @contextlib.contextmanager
+    def in_flight(self, pods: Iterable[Pod]) -> Iterator[None]:
+        """While a pod group's cycle runs, its popped `pods` count as upstream counts them.
+
+        NominatedPodsForNode looks each nominated pod up in the queue (nominatedPodToInfo); a group
+        in flight is in none of its queues, so its nominated pods come back as bare pods with only
+        their name, namespace, UID and schedulingGroup: priority 0, no requests, no labels. Filter
+        then skips them for a preemptor of priority above 0 and, for one of priority 0 or less,
+        counts them on their node as pods that request nothing. Afterwards each is nominated as
+        it then is."""
+        pods = list(pods)
+        self._in_flight = {pod.uid: PodInfo(pod) for pod in pods}
+        for pod in pods:
+            self._swap(pod.uid, _bare(pod))
+        try:
+            yield
+        finally:
+            own, self._in_flight = self._in_flight, {}
+            for uid, info in own.items():
+                self._swap(uid, info)
+
+    def _swap(self, uid: str, new: PodInfo) -> None:
+        """Store `new` for a nominated pod (not nominated: nothing to do), in the journal too."""
+        node = self._node_of.get(uid)
+        if node is None:
+            return
+        infos = self._by_node[node]
+        for index, info in enumerate(infos):
+            if info.pod.uid == uid:
+                self._record(info, node, -1)
+                infos[index] = new
+                self._record(new, node, 1)
+                return
 
     def remove(self, pod: Pod) -> None:
         node = self._node_of.pop(pod.uid, None)
@@ -62,6 +101,13 @@ class Nominator:
 
     def nominated_node(self, pod: Pod) -> str:
         return self._node_of.get(pod.uid, "")
+
+    def nominated_pod_info(self, pod: Pod) -> PodInfo | None:
+        """What the nominator holds for the pod (what Filter adds on its node); None if not nominated."""
+        node = self._node_of.get(pod.uid)
+        if node is None:
+            return None
+        return next((info for info in self._by_node[node] if info.pod.uid == pod.uid), None)
 
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return list(self._by_node.get(node_name, ()))
@@ -93,6 +139,12 @@ class Nominator:
         if position < self._journal_base:
             return None
         return self._journal[position - self._journal_base :]
+
+
+def _bare(pod: Pod) -> PodInfo:
+    """podRef.toPod: the pod as the nominator keeps it, without its spec."""
+    meta = ObjectMeta(name=pod.name, namespace=pod.namespace, uid=pod.uid)
+    return PodInfo(Pod(meta, PodSpec(pod_group_name=pod.spec.pod_group_name)))
 
 
 @contextlib.contextmanager

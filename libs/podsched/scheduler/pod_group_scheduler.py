@@ -75,20 +75,22 @@ class PodGroupScheduling:
         nominator: Nominator,
         now: float,
     ) -> PodGroupResult:
-        """One pod-group cycle for the group's popped `pods`."""
+        """One pod-group cycle for the group's popped `pods`, which are in flight meanwhile: their
+        own nominations count as upstream's queue shows them then (`Nominator.in_flight`)."""
         scheduled = self.pod_groups.scheduled_pods(group.namespace, group.name)
-        return schedule_pod_group(
-            algorithm,
-            group,
-            pods,
-            scheduled,
-            snapshot,
-            pdbs,
-            nominator,
-            now,
-            post_filter=self._post_filter(algorithm.framework, pods[0].spec.scheduler_name if pods else ""),
-            check_preemption_policy=self.enable_pod_group_preemption_policy,
-        )
+        with nominator.in_flight(pods):
+            return schedule_pod_group(
+                algorithm,
+                group,
+                pods,
+                scheduled,
+                snapshot,
+                pdbs,
+                nominator,
+                now,
+                post_filter=self._post_filter(algorithm.framework, pods[0].spec.scheduler_name if pods else ""),
+                check_preemption_policy=self.enable_pod_group_preemption_policy,
+            )
 
 
 @dataclass(frozen=True, slots=True)
