@@ -336,3 +336,81 @@ def test_with_the_gate_off_the_api_serves_no_pod_group_as_upstream() -> None:
     on = Simulator(GATE_ON)
     assert on.apply_text(text, "group.yaml") == []
     assert ("default", GROUP) in on.cluster.pod_groups
+
+
+# --- retried after pod-group preemption (DefaultPreemption's PreEnqueue) --------------------------
+
+CLUSTER_WITH_A_VICTIM = """
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 100
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: '2', memory: 8Gi, pods: '10'}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: victim}
+spec:
+  containers: [{name: main, image: pause, resources: {requests: {cpu: '2'}}}]
+  terminationGracePeriodSeconds: %d
+  nodeName: n1
+status: {phase: Running}
+"""
+
+GANG_OF_TWO = """
+apiVersion: scheduling.k8s.io/v1beta1
+kind: PodGroup
+metadata: {name: trainers}
+spec: {schedulingPolicy: {gang: {minCount: 2}}, priorityClassName: high}
+""" + "".join(
+    f"""---
+apiVersion: v1
+kind: Pod
+metadata: {{name: w{index}}}
+spec:
+  containers: [{{name: main, image: pause, resources: {{requests: {{cpu: '1'}}}}}}]
+  priorityClassName: high
+  schedulingGroup: {{podGroupName: trainers}}
+"""
+    for index in range(2)
+)
+
+
+def group_cycles(sim: Simulator) -> list[float]:
+    return sorted({log.time - sim.cycles[0].time for log in sim.cycles if log.pod == "default/w0"})
+
+
+def test_a_gang_whose_preemption_runs_is_retried_when_its_victim_is_gone_not_on_its_backoff() -> None:
+    sim = Simulator(GATE_ON)
+    assert sim.apply_text(CLUSTER_WITH_A_VICTIM % 45, "cluster.yaml") == []
+    sim.run_until_quiescent()
+    assert sim.apply_text(GANG_OF_TWO, "gang.yaml") == []
+    assert sim.schedule_one() is not None  # the gang's cycle: it preempts the victim
+    victim = sim.cluster.pods[("default", "victim")]
+    assert victim.metadata.deletion_timestamp is not None
+    # DefaultPreemption's PreEnqueue holds the group back while its preemption runs: it waits in
+    # the pool for an assigned pod's deletion instead of its 1 s backoff.
+    infos = [sim.queue.info(sim.cluster.pods[("default", f"w{i}")].uid) for i in range(2)]
+    assert {sim.queue.location(info.pod.uid) for info in infos if info is not None} == {sq.UNSCHEDULABLE}
+    sim.run_until_quiescent()
+    assert node_of(sim, "w0") == node_of(sim, "w1") == "n1"
+    # Tried twice: once preempting, once when the victim's 45 s grace period had passed.
+    assert group_cycles(sim) == [0.0, 45.0]
+
+
+def test_a_gang_whose_victims_already_terminate_sends_no_eviction_and_backs_off() -> None:
+    # prepareCandidateAsync skips victims being deleted already: with none left it starts nothing,
+    # DefaultPreemption's PreEnqueue holds nothing back, and the group backs off (1 s, then 2 s...).
+    sim = Simulator(GATE_ON)
+    assert sim.apply_text(CLUSTER_WITH_A_VICTIM % 10, "cluster.yaml") == []
+    sim.run_until_quiescent()
+    sim.cluster.delete("Pod", "default", "victim")
+    assert sim.apply_text(GANG_OF_TWO, "gang.yaml") == []
+    sim.run_until_quiescent()
+    assert node_of(sim, "w0") == node_of(sim, "w1") == "n1"
+    # Its victim is gone at 10 s, but no event moves a group out of its backoff.
+    assert group_cycles(sim) == [0.0, 1.0, 3.0, 7.0, 15.0]

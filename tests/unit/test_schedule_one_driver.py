@@ -200,6 +200,20 @@ def test_a_rejected_group_backs_off_as_one_entity_with_its_pods_rejectors_and_ga
         clock.now += backoff
 
 
+def test_a_rejected_group_whose_cycle_sent_evictions_waits_in_the_pool_for_a_deletion() -> None:
+    clock = FakeClock()
+    cluster = Cluster(clock, worker("w-0"), worker("w-1"))
+    infos = cluster.pop_group()
+    cluster.driver.add_attempted_pod_group_if_needed(
+        "default", GROUP, Code.UNSCHEDULABLE, members(infos), preempting=True
+    )
+    assert {cluster.queue.location(info.pod.uid) for info in infos} == {sq.UNSCHEDULABLE}
+    clock.now += 10
+    assert cluster.queue.pop() is None
+    assert cluster.queue.on_event(sq.ASSIGNED_POD_DELETE) == 2
+    assert {cluster.queue.location(info.pod.uid) for info in infos} == {sq.ACTIVE}
+
+
 @pytest.mark.parametrize(
     ("case", "code", "error", "consecutive_errors"),
     [

@@ -308,3 +308,89 @@ def test_a_pod_added_to_a_group_in_backoff_waits_with_it() -> None:
     assert queue.pop() is None
     clock.now += 1
     assert queue.pop() is not None
+
+
+# --- a pod group whose preemption is running (DefaultPreemption's PreEnqueue) ---------------------
+
+
+def _group_preempting(queue: sq.SchedulingQueue, rejectors: set[str]) -> list[sq.QueuedPodInfo]:
+    """A two-pod group rejected in a cycle that started its asynchronous preemption."""
+    infos = _rejected_group(queue, ["g-0", "g-1"])
+    failed = [(info, {names.GANG_SCHEDULING, *rejectors}, "preempting") for info in infos]
+    assert queue.add_attempted_pod_group("default", "g", failed, error=False, preempting=True) == sq.UNSCHEDULABLE
+    return infos
+
+
+def test_a_group_whose_preemption_runs_waits_in_the_pool_until_an_assigned_pod_is_deleted() -> None:
+    clock = FakeClock()
+    queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
+    infos = _group_preempting(queue, {names.NODE_RESOURCES_FIT})
+    assert {queue.location(i.pod.uid) for i in infos} == {sq.UNSCHEDULABLE}
+    assert all(names.DEFAULT_PREEMPTION in i.unschedulable_plugins for i in infos)
+    clock.now += 5  # its backoff (1 s) is long over, but a gated group is no backoff entity
+    assert queue.pop() is None and not queue.can_pop()
+    # NodeResourcesFit registers for a new node, DefaultPreemption (which gates the group) does not.
+    assert queue.on_event(sq.NODE_ADD) == 0
+    # An assigned pod's deletion is DefaultPreemption's event, and NodeResourcesFit's hint says
+    # Queue for it: the whole group leaves the pool as one entity.
+    assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 2
+    assert {queue.location(i.pod.uid) for i in infos} == {sq.ACTIVE}
+    popped = [queue.pop(), *queue.take_group_members("default", "g")]
+    assert sorted(i.pod.name for i in popped if i is not None) == ["g-0", "g-1"]
+
+
+def test_a_gated_group_goes_to_backoff_when_the_deletion_comes_before_its_backoff_ends() -> None:
+    clock = FakeClock()
+    queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
+    infos = _group_preempting(queue, {names.NODE_RESOURCES_FIT})
+    assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 2
+    assert {queue.location(i.pod.uid) for i in infos} == {sq.BACKOFF}
+    assert queue.pop() is None  # the error backoffQ is never popped early
+    clock.now += 1
+    assert queue.pop() is not None
+
+
+def test_a_gated_group_no_rejector_of_which_cares_waits_for_the_five_minute_flush() -> None:
+    clock = FakeClock()
+    queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
+    infos = _group_preempting(queue, set())  # GangScheduling and DefaultPreemption skip a deletion
+    assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 0
+    clock.now += 301
+    assert queue.flush_unschedulable_leftover() == 2
+    assert {queue.location(i.pod.uid) for i in infos} == {sq.ACTIVE}
+
+
+def test_a_deletion_while_the_group_was_in_flight_moves_it_as_if_it_came_after_the_attempt() -> None:
+    # The cycle's own victims (a grace period of 0) go while the group is in flight; upstream's
+    # executor sends their deletions after the attempt, when the group is parked already.
+    clock = FakeClock()
+    queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
+    infos = _rejected_group(queue, ["g-0", "g-1"])
+    queue.on_event(sq.ASSIGNED_POD_DELETE)
+    failed = [(info, {names.NODE_RESOURCES_FIT}, "preempting") for info in infos]
+    assert queue.add_attempted_pod_group("default", "g", failed, error=False, preempting=True) == sq.BACKOFF
+    # A deletion another event's preCheck leaves out (a lower-priority pod's nomination released)
+    # does not move it.
+    infos = [queue_pop_after_backoff(queue, clock), *queue.take_group_members("default", "g")]
+    queue.on_event(sq.ASSIGNED_POD_DELETE, pre_check=lambda pod: False)
+    failed = [(info, {names.NODE_RESOURCES_FIT}, "preempting") for info in infos]
+    assert queue.add_attempted_pod_group("default", "g", failed, error=False, preempting=True) == sq.UNSCHEDULABLE
+
+
+def queue_pop_after_backoff(queue: sq.SchedulingQueue, clock: FakeClock) -> sq.QueuedPodInfo:
+    expiry = queue.next_backoff_expiry()
+    assert expiry is not None
+    clock.now = expiry
+    info = queue.pop()
+    assert info is not None
+    return info
+
+
+def test_a_pod_added_to_a_gated_group_waits_in_the_pool_with_it() -> None:
+    clock = FakeClock()
+    queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
+    _group_preempting(queue, {names.NODE_RESOURCES_FIT})
+    queue.add(make_pod("g-2").group("g").obj())
+    clock.now += 5
+    assert queue.pop() is None
+    assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 3

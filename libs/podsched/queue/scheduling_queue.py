@@ -19,7 +19,7 @@ from podsched.api.types import Pod
 from podsched.framework.events import ASSIGNED_POD_ADD as ASSIGNED_POD_ADD
 from podsched.framework.events import ASSIGNED_POD_DELETE as ASSIGNED_POD_DELETE
 from podsched.framework.events import ASSIGNED_POD_UPDATE as ASSIGNED_POD_UPDATE
-from podsched.framework.events import FORCE_ACTIVATE, Event, QueueingHintMap, plugin_cares
+from podsched.framework.events import FORCE_ACTIVATE, RETRY_ALWAYS, Event, QueueingHintMap, plugin_cares
 from podsched.framework.events import NODE_ADD as NODE_ADD
 from podsched.framework.events import NODE_UPDATE as NODE_UPDATE
 from podsched.framework.events import UNSCHEDULABLE_TIMEOUT as UNSCHEDULABLE_TIMEOUT
@@ -27,7 +27,7 @@ from podsched.framework.events import WILDCARD as WILDCARD
 from podsched.framework.events import PodEvent as PodEvent
 from podsched.framework.node_info import PodInfo
 from podsched.framework.status import Status
-from podsched.plugins.names import GANG_SCHEDULING
+from podsched.plugins.names import DEFAULT_PREEMPTION, GANG_SCHEDULING
 from podsched.plugins.registry import default_queueing_hints
 from podsched.queue.nominator import Nominator
 
@@ -82,6 +82,12 @@ IN_FLIGHT = "inFlight"
 # Pods PreEnqueue holds back (scheduler_pending_pods{queue="gated"}); they wait in the pool.
 GATED = "gated"
 
+# PreEnqueueCheck: which pods an event may move (None: every pod).
+PreCheck = Callable[[Pod], bool]
+# DefaultPreemption's EventsToRegister with asynchronous preemption: the events that may move a
+# pod group its PreEnqueue gated (wildcard events move every pod).
+AWAITING_PREEMPTION_EVENTS = frozenset({ASSIGNED_POD_DELETE, *RETRY_ALWAYS})
+
 
 class InFlightEvents:
     """The cluster events each in-flight pod has missed, as upstream's inFlightEvents: one shared log
@@ -95,13 +101,18 @@ class InFlightEvents:
         self._base = 0  # the absolute position of _log[0]
         self._start: dict[str, int] = {}  # uid -> absolute position of its first missed event
         self._own: dict[str, list[Event]] = {}  # events for one pod only (a forced activation)
+        # The preCheck an event came with (absolute position -> check): a pod group that is parked
+        # after its attempt hears its missed events as if they came then, preCheck included.
+        self._checks: dict[int, PreCheck] = {}
 
     def begin(self, uid: str) -> None:
         self._start[uid] = self._base + len(self._log)
         self._own.pop(uid, None)
 
-    def record(self, event: Event) -> None:
+    def record(self, event: Event, pre_check: PreCheck | None = None) -> None:
         if self._start:
+            if pre_check is not None:
+                self._checks[self._base + len(self._log)] = pre_check
             self._log.append(event)
 
     def record_for(self, uid: str, event: str) -> None:
@@ -110,17 +121,26 @@ class InFlightEvents:
 
     def end(self, uid: str) -> list[Event]:
         """The events the pod missed since `begin` (empty if it was not in flight); it no longer is."""
+        return [event for event, _ in self.end_with_checks(uid)]
+
+    def end_with_checks(self, uid: str) -> list[tuple[Event, PreCheck | None]]:
+        """As `end`, each event with the preCheck it came with (None: every pod)."""
         start = self._start.pop(uid, None)
         if start is None:
             return []
-        events = self._log[start - self._base :] + self._own.pop(uid, [])
+        events = [
+            (event, self._checks.get(position)) for position, event in enumerate(self._log[start - self._base :], start)
+        ]
+        events += [(event, None) for event in self._own.pop(uid, [])]
         if not self._start:
             self._base += len(self._log)
             self._log.clear()
+            self._checks.clear()
         elif len(self._log) >= self.TRIM_AT:
             oldest = min(self._start.values())
             del self._log[: oldest - self._base]
             self._base = oldest
+            self._checks = {position: check for position, check in self._checks.items() if position >= oldest}
         return events
 
 
@@ -143,6 +163,10 @@ class SchedulingQueue:
         self._gated: dict[str, Status] = {}  # uid -> the PreEnqueue status holding it back
         self._group_members: dict[tuple[str, str], set[str]] = {}  # (namespace, group) -> queued uids
         self._group_params: dict[tuple[str, str], PodGroupQueueingParams] = {}
+        # Pods of groups DefaultPreemption's PreEnqueue parked in the pool while their group's
+        # asynchronous preemption ran (`add_attempted_pod_group`): only the events that plugin
+        # registers (or a wildcard) move them, and then the whole group moves.
+        self._awaiting_preemption: set[str] = set()
         # The plugins' EventsToRegister: which events may make a pod a plugin rejected schedulable.
         self.queueing_hints = queueing_hints if queueing_hints is not None else default_queueing_hints()
         self.initial_backoff = initial_backoff
@@ -271,6 +295,16 @@ class SchedulingQueue:
         uid = info.pod.uid
         if status is None:
             self._gated.pop(uid, None)
+            parked = self._awaiting_group(info.pod)
+            if parked:
+                # The group entity waits in the pool, gated by DefaultPreemption: the pod joins it
+                # there (addToPodGroupIfExists requeues the entity with queueSkip).
+                info.unschedulable_plugins = set(parked[0].unschedulable_plugins)
+                info.group_backoff_expiry = parked[0].group_backoff_expiry
+                info.unschedulable_since = self.clock()
+                self._awaiting_preemption.add(uid)
+                self._place(uid, UNSCHEDULABLE)
+                return True
             expiry = self._group_backoff_expiry(info.pod)
             if expiry is not None and expiry > self.clock():
                 # The group entity is in backoffQ: a pod added to it waits there with it.
@@ -309,8 +343,8 @@ class SchedulingQueue:
         pre_enqueue = self.pre_enqueue
         verdict: tuple[Status | None] | None = None  # PreEnqueue's answer depends on the group only
         for uid in sorted(self._group_members.get((namespace, name), ()), key=self._first_seen.__getitem__):
-            if self._where.get(uid) != UNSCHEDULABLE:
-                continue
+            if self._where.get(uid) != UNSCHEDULABLE or uid in self._awaiting_preemption:
+                continue  # a group DefaultPreemption gates moves on an assigned pod's deletion only
             info = self._infos[uid]
             if uid in self._gated:
                 if verdict is None:
@@ -350,7 +384,10 @@ class SchedulingQueue:
         # general Pod/Update no plugin registers for: the pod stays where it is, and a nomination
         # that left its node moves it below only if its rejectors care (as upstream's Update).
         if where == UNSCHEDULABLE and old.spec != new.spec:
-            self._requeue(info)
+            if new.uid in self._awaiting_preemption:
+                self._release_awaiting_group(new)
+            else:
+                self._requeue(info)
         elif where == ACTIVE:
             self._push_active(info)
         elif where == BACKOFF:
@@ -372,6 +409,7 @@ class SchedulingQueue:
             self._discard_group_member(pod.namespace, pod.spec.pod_group_name, pod.uid)
         known = self._infos.pop(pod.uid, None) is not None
         self._forget(pod.uid)
+        self._awaiting_preemption.discard(pod.uid)
         self._entry_seq.pop(pod.uid, None)
         self._in_flight.end(pod.uid)
         self.nominator.remove(pod)
@@ -449,6 +487,7 @@ class SchedulingQueue:
         uid = info.pod.uid
         self._place(uid, IN_FLIGHT)
         self._entry_seq.pop(uid, None)
+        self._awaiting_preemption.discard(uid)
         info.group_backoff_expiry = None
         info.attempts += 1
         if info.initial_attempt_timestamp is None:
@@ -516,20 +555,36 @@ class SchedulingQueue:
         return UNSCHEDULABLE
 
     def add_attempted_pod_group(
-        self, namespace: str, name: str, failed: list[tuple[QueuedPodInfo, set[str], str]], error: bool
+        self,
+        namespace: str,
+        name: str,
+        failed: list[tuple[QueuedPodInfo, set[str], str]],
+        error: bool,
+        preempting: bool = False,
     ) -> str:
         """AddAttemptedPodGroupIfNeeded after a pod-group cycle that did not succeed: the group's pods
         (`failed`: each with its rejectors and message) go back as one entity, to backoffQ while the
-        group backs off, else to activeQ, and never to the unschedulable pool, whatever rejected
-        them: the group entity carries no unschedulable plugins, so no cluster event moves it; it
-        is retried when its backoff ends. A rejected group counts one more unschedulable attempt
-        and clears its error count; an `error` counts one more consecutive error. The backoff runs
-        from now (the group's Timestamp): initial * 2^(count-1), at most max * sqrt(group size).
-        Returns where the pods went ("" if none is queued any more)."""
+        group backs off, else to activeQ: the group entity carries no unschedulable plugins, so no
+        cluster event moves it; it is retried when its backoff ends. A rejected group counts one
+        more unschedulable attempt and clears its error count; an `error` counts one more
+        consecutive error. The backoff runs from now (the group's Timestamp): initial * 2^(count-1),
+        at most max * sqrt(group size).
+
+        `preempting`: the cycle started an asynchronous pod-group preemption (it sent evictions).
+        Moving the group to either queue runs the PreEnqueue plugins, and DefaultPreemption's
+        refuses a group whose preemption is still running, which it is while the cycle that
+        started it ends: the group waits in the unschedulable pool, gated by DefaultPreemption,
+        until an assigned pod's deletion (the one event that plugin registers) that a rejector of
+        one of its pods cares about, or a wildcard event; the events its pods missed in flight (its
+        own victims' evictions) count as arriving now. Returns where the pods went ("" if none is
+        queued any more)."""
         now = self.clock()
         live = [entry for entry in failed if entry[0].pod.uid in self._infos]
+        missed: list[tuple[Event, PreCheck | None]] = []
         for info, _, _ in failed:
-            self._in_flight.end(info.pod.uid)
+            events = self._in_flight.end_with_checks(info.pod.uid)
+            if len(events) > len(missed):  # every pod of the group was popped together
+                missed = events
         if not live:
             return ""
         params = self._group_params.setdefault((namespace, name), PodGroupQueueingParams())
@@ -541,6 +596,8 @@ class SchedulingQueue:
         count = params.consecutive_errors or params.unschedulable_count
         expiry = now + self.pod_group_backoff_duration(count, len(live))
         backing_off = expiry > now
+        if preempting:
+            return self._park_awaiting_preemption(live, expiry if backing_off else None, missed)
         for info, rejector_plugins, message in live:
             # Each pod's own Timestamp, refreshed in the order the failure handler saw them (the
             # group's next cycle takes its pods in that order).
@@ -556,6 +613,59 @@ class SchedulingQueue:
                 info.group_backoff_expiry = None
                 self._push_active(info)
         return BACKOFF if backing_off else ACTIVE
+
+    def _park_awaiting_preemption(
+        self,
+        live: list[tuple[QueuedPodInfo, set[str], str]],
+        expiry: float | None,
+        missed: list[tuple[Event, PreCheck | None]],
+    ) -> str:
+        """The group's pods into the pool, gated by DefaultPreemption (runPreEnqueuePlugins adds
+        the gating plugin to each pod's unschedulable plugins), then the events they missed."""
+        now = self.clock()
+        for info, rejector_plugins, message in live:
+            uid = info.pod.uid
+            info.timestamp = now
+            info.stamp = next(self._stamps)
+            info.last_failure_message = message
+            info.unschedulable_plugins = {*rejector_plugins, DEFAULT_PREEMPTION}
+            info.group_backoff_expiry = expiry
+            info.unschedulable_since = now
+            self._awaiting_preemption.add(uid)
+            self._place(uid, UNSCHEDULABLE)
+        first = live[0][0].pod
+        hints = self.queueing_hints
+        for event, pre_check in missed:
+            name = event.name if isinstance(event, PodEvent) else event
+            if name not in AWAITING_PREEMPTION_EVENTS:
+                continue
+            if any(
+                (pre_check is None or pre_check(info.pod))
+                and any(plugin_cares(hints, plugin, event, info.pod_info) for plugin in info.unschedulable_plugins)
+                for info in self._awaiting_group(first)
+            ):
+                self._release_awaiting_group(first)
+                break
+        return self._where[first.uid]
+
+    def _awaiting_group(self, pod: Pod) -> list[QueuedPodInfo]:
+        """The queued pods of `pod`'s group parked with it, awaiting their preemption, in the order
+        they entered the queue."""
+        name = pod.spec.pod_group_name
+        members = self._group_members.get((pod.namespace, name), set()) if name is not None else set()
+        uids = [uid for uid in members | {pod.uid} if uid in self._awaiting_preemption]
+        return [self._infos[uid] for uid in sorted(uids, key=self._first_seen.__getitem__)]
+
+    def _release_awaiting_group(self, pod: Pod) -> int:
+        """Move a parked group out of the pool as one entity (requeueEntityWithQueueingStrategy with
+        queueAfterBackoff: backoffQ while the group backs off, else activeQ; PreEnqueue passes now
+        that the preemption has finished). Returns how many pods moved."""
+        group = self._awaiting_group(pod)
+        for info in group:
+            self._awaiting_preemption.discard(info.pod.uid)
+        for info in group:
+            self._requeue(info)
+        return len(group)
 
     def requeue_after_group_success(self, info: QueuedPodInfo, rejector_plugins: set[str], message: str) -> None:
         """AddAttemptedPodGroupIfNeeded after a successful pod-group cycle: the group's pods that were
@@ -578,22 +688,31 @@ class SchedulingQueue:
 
     # --- events -------------------------------------------------------------------------------
 
-    def on_event(self, event: Event, pre_check: Callable[[Pod], bool] | None = None) -> int:
+    def on_event(self, event: Event, pre_check: PreCheck | None = None) -> int:
         """A cluster event: record it for pods in flight, and move the unschedulable pods (those
         `pre_check` accepts, if given) whose rejector plugins care about it. Returns how many moved."""
-        self._in_flight.record(event)
+        self._in_flight.record(event, pre_check)
         moved = 0
         hints = self.queueing_hints
         gated = self._gated
+        awaiting = self._awaiting_preemption
+        name = event.name if isinstance(event, PodEvent) else event
         for uid in self._unschedulable_in_order():
+            if uid not in self._unschedulable:  # moved with its group earlier in this loop
+                continue
             info = self._infos[uid]
             if pre_check is not None and not pre_check(info.pod):
                 continue
             if gated and uid in gated:  # PreEnqueue would refuse it again; its group's changes move it
                 continue
+            if awaiting and uid in awaiting and name not in AWAITING_PREEMPTION_EVENTS:
+                continue  # not an event DefaultPreemption, which gates it, registered
             if any(plugin_cares(hints, plugin, event, info.pod_info) for plugin in info.unschedulable_plugins):
-                self._requeue(info)
-                moved += 1
+                if uid in awaiting:
+                    moved += self._release_awaiting_group(info.pod)
+                else:
+                    self._requeue(info)
+                    moved += 1
         return moved
 
     def flush_unschedulable_leftover(self) -> int:
@@ -604,15 +723,24 @@ class SchedulingQueue:
             info = self._infos[uid]
             if uid in self._gated:
                 continue
+            if uid not in self._unschedulable:  # moved with its group earlier in this loop
+                continue
             if now - info.unschedulable_since > self.max_in_unschedulable:
-                self._requeue(info)
-                moved += 1
+                if uid in self._awaiting_preemption:
+                    moved += self._release_awaiting_group(info.pod)
+                else:
+                    self._requeue(info)
+                    moved += 1
         return moved
 
     def activate(self, uid: str) -> None:
         """Force a pod out of the pool or backoff into activeQ (used when async actuation fails)."""
         where = self._where.get(uid)
-        if where in (UNSCHEDULABLE, BACKOFF):
+        if uid in self._awaiting_preemption:
+            for info in self._awaiting_group(self._infos[uid].pod):
+                self._awaiting_preemption.discard(info.pod.uid)
+                self._push_active(info)
+        elif where in (UNSCHEDULABLE, BACKOFF):
             self._push_active(self._infos[uid])
         elif where == IN_FLIGHT:
             self._in_flight.record_for(uid, FORCE_ACTIVATE)

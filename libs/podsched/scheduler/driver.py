@@ -27,7 +27,9 @@ For a pod group (GenericWorkload), after its cycle's writes (binds, evictions, f
                                           with an error when its own attempt failed with one
     otherwise                          -> add_attempted_pod_group: the pods go back as one entity
                                           that backs off (1 s doubling, at most max x sqrt(size))
-                                          and is retried when the backoff ends, whatever happens
+                                          and is retried when the backoff ends, whatever happens;
+                                          one whose cycle sent evictions waits in the pool (gated
+                                          by DefaultPreemption) for an assigned pod's deletion
 """
 
 from __future__ import annotations
@@ -170,14 +172,21 @@ class ScheduleOneDriver:
         )
 
     def add_attempted_pod_group_if_needed(
-        self, namespace: str, name: str, code: Code, members: Sequence[PodGroupMember]
+        self,
+        namespace: str,
+        name: str,
+        code: Code,
+        members: Sequence[PodGroupMember],
+        preempting: bool = False,
     ) -> None:
         """After a pod-group cycle (`code`: its status) and its writes: the pods that did not bind go
         back to the queue (see the module docstring). A scheduled group's leftover pods each keep
         their own rejectors; a group that was not scheduled carries, in every pod, the union of its
         pods' rejectors with GangScheduling's (what they report), and backs off as one entity:
         counted as rejected for an Unschedulable, UnschedulableAndUnresolvable or Pending status
-        with no pod failing with an error, else as an error."""
+        with no pod failing with an error, else as an error. `preempting`: the cycle sent
+        evictions (`pod_group_scheduler.starts_async_preemption`), and the group waits in the pool
+        until an assigned pod's deletion instead (`SchedulingQueue.add_attempted_pod_group`)."""
         scheduled = pod_group_scheduled(code, members)
         together = group_rejectors(m.rejector_plugins for m in members if not m.bound)
         failed: list[tuple[sq.QueuedPodInfo, set[str], str]] = []
@@ -195,4 +204,4 @@ class ScheduleOneDriver:
                 )
         if failed:
             error = code not in _REJECTED or any(member.error for member in members)
-            self.queue.add_attempted_pod_group(namespace, name, failed, error=error)
+            self.queue.add_attempted_pod_group(namespace, name, failed, error=error, preempting=preempting)

@@ -113,6 +113,19 @@ def group_rejectors(per_pod: Iterable[Iterable[str]]) -> frozenset[str]:
     return frozenset({GANG_SCHEDULING}.union(*per_pod))
 
 
+def starts_async_preemption(result: PodGroupResult) -> bool:
+    """Whether the cycle's pod-group preemption sends evictions: prepareCandidateAsync skips victims
+    already terminating and, with none left, starts nothing. One that does marks the group as
+    running preemption, and DefaultPreemption's PreEnqueue holds the group back while it runs
+    (`SchedulingQueue.add_attempted_pod_group`'s `preempting`)."""
+    preemption = result.preemption
+    return (
+        result.waiting_on_preemption
+        and preemption is not None
+        and any(victim.metadata.deletion_timestamp is None for victim in preemption.victims)
+    )
+
+
 def actuate_pod_group_result(cluster: Cluster, result: PodGroupResult, now: float) -> list[PodGroupWrite]:
     """The writes after a pod-group cycle, as submitPodGroupAlgorithmResult makes them:
 

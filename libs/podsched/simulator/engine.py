@@ -34,7 +34,11 @@ from podsched.scheduler.driver import (
     failure_of_cycle,
     record_failure,
 )
-from podsched.scheduler.pod_group_scheduler import PodGroupScheduling, actuate_pod_group_result
+from podsched.scheduler.pod_group_scheduler import (
+    PodGroupScheduling,
+    actuate_pod_group_result,
+    starts_async_preemption,
+)
 from podsched.scheduler.profile import AlgorithmProfiles, only_responsible
 from podsched.scheduler.schedule_one import SchedulingAlgorithm
 
@@ -257,7 +261,9 @@ class Simulator:
             members.append(
                 PodGroupMember(info, bool(write.node_name), write.message, write.rejector_plugins, write.error)
             )
-        self.driver.add_attempted_pod_group_if_needed(group.namespace, group.name, result.status.code, members)
+        self.driver.add_attempted_pod_group_if_needed(
+            group.namespace, group.name, result.status.code, members, preempting=starts_async_preemption(result)
+        )
         return popped_log
 
     def run_until_quiescent(self, max_cycles: int = DEFAULT_MAX_CYCLES) -> int:
