@@ -194,10 +194,11 @@ def test_a_rejected_group_backs_off_as_one_entity_with_its_pods_rejectors_and_ga
         cluster.driver.add_attempted_pod_group_if_needed("default", GROUP, Code.UNSCHEDULABLE, members(infos))
         assert {cluster.queue.location(info.pod.uid) for info in infos} == {sq.BACKOFF}
         assert all(info.unschedulable_plugins == {names.GANG_SCHEDULING, names.NODE_RESOURCES_FIT} for info in infos)
-        # No event moves it and nothing pops it before its backoff ends; then it is retried.
+        # No event moves it and nothing pops it before its backoff ends (where backoffQ's 1 s window
+        # after it begins); then it is retried.
         assert cluster.queue.on_event(sq.NODE_ADD) == 0 and cluster.queue.pop() is None
-        assert cluster.queue.next_backoff_expiry() == clock.now + backoff
-        clock.now += backoff
+        assert cluster.queue.next_backoff_expiry() == clock.now + backoff + 1
+        clock.now += backoff + 1
 
 
 def test_a_rejected_group_whose_cycle_sent_evictions_waits_in_the_pool_for_a_deletion() -> None:

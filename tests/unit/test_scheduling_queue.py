@@ -288,7 +288,10 @@ def test_a_rejected_pod_group_backs_off_as_one_entity_and_no_event_moves_it() ->
     # No unschedulable plugins: no cluster event moves it, and PopFromBackoffQ does not take it early.
     assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 0
     assert queue.pop() is None and not queue.can_pop()
-    assert queue.next_backoff_expiry() == clock.now + 1
+    # 1 s, and over when backoffQ's next 1 s ordering window begins after that.
+    assert queue.next_backoff_expiry() == clock.now + 2
+    clock.now += 1
+    assert not queue.can_pop()
     clock.now += 1
     assert queue.can_pop()
     infos = [queue.pop(), *queue.take_group_members("default", "g")]
@@ -296,7 +299,23 @@ def test_a_rejected_pod_group_backs_off_as_one_entity_and_no_event_moves_it() ->
     # A second rejection doubles the backoff; a scheduled group starts over.
     failed = [(info, {names.GANG_SCHEDULING}, "rejected") for info in infos if info is not None]
     queue.add_attempted_pod_group("default", "g", failed, error=False)
-    assert queue.next_backoff_expiry() == clock.now + 2
+    assert queue.next_backoff_expiry() == clock.now + 3
+
+
+def test_a_groups_backoff_ends_where_the_window_after_its_expiration_begins() -> None:
+    # alignToWindow truncates BackoffExpiration to the second; isEntityBackingoff holds the entity
+    # while that second has not passed.
+    assert [sq.SchedulingQueue.backoff_window_end(t) for t in (1001.0, 1001.2, 1001.999, 1002.0)] == [
+        1002.0,
+        1002.0,
+        1002.0,
+        1003.0,
+    ]
+    clock = FakeClock(1000.5)
+    queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
+    infos = _rejected_group(queue, ["g-0"])
+    queue.add_attempted_pod_group("default", "g", [(infos[0], {names.GANG_SCHEDULING}, "rejected")], error=False)
+    assert queue.next_backoff_expiry() == 1002.0  # 1000.5 + 1 s is in the window [1001, 1002)
 
 
 def test_a_pod_added_to_a_group_in_backoff_waits_with_it() -> None:
@@ -306,7 +325,7 @@ def test_a_pod_added_to_a_group_in_backoff_waits_with_it() -> None:
     queue.add_attempted_pod_group("default", "g", [(infos[0], {names.GANG_SCHEDULING}, "rejected")], error=False)
     queue.add(make_pod("g-1").group("g").obj())
     assert queue.pop() is None
-    clock.now += 1
+    clock.now += 2
     assert queue.pop() is not None
 
 
@@ -346,7 +365,7 @@ def test_a_gated_group_goes_to_backoff_when_the_deletion_comes_before_its_backof
     assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 2
     assert {queue.location(i.pod.uid) for i in infos} == {sq.BACKOFF}
     assert queue.pop() is None  # the error backoffQ is never popped early
-    clock.now += 1
+    clock.now += 2
     assert queue.pop() is not None
 
 

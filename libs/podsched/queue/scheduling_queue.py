@@ -260,6 +260,16 @@ class SchedulingQueue:
             return max_backoff / 1e9
         return (initial << shift) / 1e9
 
+    @staticmethod
+    def backoff_window_end(expiration: float) -> float:
+        """When an entity whose backoff runs until `expiration` leaves backoffQ. With
+        SchedulerPopFromBackoffQ upstream aligns BackoffExpiration down to backoffQ's 1 s ordering
+        window (alignToWindow) and counts the entity as backing off while that window has not
+        passed (isEntityBackingoff compares windows), so it ends where the next window starts; the
+        flush that moves it runs at every window's start."""
+        window = BACKOFF_FLUSH_INTERVAL
+        return (math.floor(expiration / window) + 1) * window
+
     def is_backing_off(self, info: QueuedPodInfo) -> bool:
         return self.backoff_expiry(info) > self.clock()
 
@@ -594,7 +604,8 @@ class SchedulingQueue:
             params.unschedulable_count += 1
             params.consecutive_errors = 0
         count = params.consecutive_errors or params.unschedulable_count
-        expiry = now + self.pod_group_backoff_duration(count, len(live))
+        duration = self.pod_group_backoff_duration(count, len(live))
+        expiry = self.backoff_window_end(now + duration) if duration else now
         backing_off = expiry > now
         if preempting:
             return self._park_awaiting_preemption(live, expiry if backing_off else None, missed)
