@@ -56,9 +56,8 @@ def _fail_on_differences(tally: Tally) -> None:
 
 def test_random_clusters_are_scheduled_as_upstream_schedules_them(oracle: Oracle) -> None:
     shutil.rmtree(OUT / "random", ignore_errors=True)  # only this run's differences stay
-    # Without PodGroups for now: the gang placements in known-differences/ are still open (see the
-    # README); `make test-upstream` compares workloads.
-    cases = ((f"s{SEED}-{i:05d}", texts) for i, texts in enumerate(generate(COUNT, SEED, workloads=False)))
+    # About a third of them with PodGroups (GenericWorkload on), as `make test-upstream` draws them.
+    cases = ((f"s{SEED}-{i:05d}", texts) for i, texts in enumerate(generate(COUNT, SEED)))
     tally = compare_clusters(cases, oracle, first_runs=1, out_dir=OUT / "random")
     assert tally.compared == COUNT
     _fail_on_differences(tally)
