@@ -205,19 +205,31 @@ class LogReader:
         result: dict[TopicPartition, int] = await self.consumer.end_offsets(self.partitions)
         return result
 
-    async def read_to_end(self, handle: Callable[[ConsumerRecord], None]) -> int:
-        """Read every record committed when the call starts; returns how many were read."""
+    async def read_to_end(self, handle: Callable[[ConsumerRecord], None], chunk: int | None = None) -> int:
+        """Read every record committed when the call starts, and no later one (a fetch may return some:
+        the consumer is moved back to the end, so whoever reads on gets them); returns how many were
+        read. With `chunk`, other tasks run after every `chunk` records (a read in the background of a
+        serving process must not hold its event loop for a whole fetch)."""
         ends = await self.end_offsets()
         count = 0
         while True:
             behind = [tp for tp, end in ends.items() if await self.consumer.position(tp) < end]
             if not behind:
-                return count
-            batches = await self.consumer.getmany(*behind, timeout_ms=200)
-            for records in batches.values():
+                break
+            batches = await self.consumer.getmany(*behind, timeout_ms=200, max_records=chunk)
+            if chunk is not None:
+                await asyncio.sleep(0)  # getmany returns at once when records are buffered
+            for tp, records in batches.items():
+                end = ends[tp]
                 for record in records:
+                    if record.offset >= end:
+                        break
                     handle(record)
                     count += 1
+        for tp, end in ends.items():
+            if await self.consumer.position(tp) > end:
+                self.consumer.seek(tp, end)
+        return count
 
     async def stop(self) -> None:
         await self.consumer.stop()

@@ -3,7 +3,13 @@
 Every service except the binder holds one. A request names the resource version its caller has
 seen; `wait_for` blocks until the copy has applied it, so answers are never computed on a copy
 older than the caller's view (the binder's version order is total: podsched.objects.v1 has one
-partition)."""
+partition).
+
+The two topics are read by two consumers. The objects topic is compacted to the live cluster, and a
+service serves once it has replayed it. The events topic is kept by time (an hour of events, however
+many pods churned in it), and nothing a service decides depends on it: a copy that follows events
+(the queue's, for Events and describe) starts serving before they are loaded and loads them in the
+background (`events_loaded`); what answers from them waits for that."""
 
 from __future__ import annotations
 
@@ -32,6 +38,14 @@ from podsched_service.telemetry import process_span, tracing_enabled
 
 log = logging.getLogger(__name__)
 
+# Event records applied between two turns of the event loop while the events load behind a serving
+# service (about 10 ms of decoding).
+EVENTS_LOAD_CHUNK = 500
+
+EVENTS_LOADED = Gauge(
+    "podsched_replica_events_loaded",
+    "1 once the events the log held at start are loaded (Events lists wait for it), 0 while they load.",
+)
 CONSUMER_LAG = Gauge(
     "podsched_kafka_consumer_lag_records",
     "Committed records on the topic this replica has not applied yet (last stable offset - position).",
@@ -64,9 +78,19 @@ class Replica:
         decoded once, bound, and its pending records never."""
         self.cluster = cluster
         self.objects_topic, self.events_topic = topics(prefix)
-        names = [self.objects_topic] + ([self.events_topic] if follow_events else [])
+        self.reader = LogReader(bootstrap, [self.objects_topic])
         tails = {self.events_topic: events_tail} if events_tail is not None else None
-        self.reader = LogReader(bootstrap, names, tails)
+        self.events_reader = LogReader(bootstrap, [self.events_topic], tails) if follow_events else None
+        # Set once the events the log held at start are applied (at once without follow_events).
+        self.events_loaded = asyncio.Event()
+        if self.events_reader is None:
+            self.events_loaded.set()
+        # True while the record being applied is one the events log held at start: its events are
+        # history, not news (`event_listeners` do not hear them).
+        self._replaying_events = False
+        # Called with every event applied as it happens (after the load), e.g. to send it to watches.
+        self.event_listeners: list[Callable[[ev.Event], None]] = []
+        cluster.event_listeners.append(self._event_applied)
         self.version = 0  # the last resource version applied
         self.events_retention_seconds = events_retention_seconds
         self._early_events: dict[int, ev.Event] = {}  # events that arrived before their predecessors
@@ -75,7 +99,7 @@ class Replica:
         # record of the same pod is moved to the end.
         self._deferred: dict[str, events_pb2.ObjectChange] | None = {} if defer_pending_pods else None
         self._progress = asyncio.Condition()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         # Called after every batch of records is applied (e.g. to wake the scheduling loop).
         self.on_applied: list[Callable[[], None]] = []
 
@@ -85,20 +109,71 @@ class Replica:
         return self.cluster.recorder.next_sequence - 1
 
     async def replay(self) -> int:
-        """Apply the log up to its current end; returns how many records were read."""
+        """Apply the log up to its current end, events included; returns how many records were read."""
+        count = await self._replay_objects()
+        if self.events_reader is not None:
+            count += await self._load_events()
+        return count
+
+    async def _replay_objects(self) -> int:
         await self.reader.start()
         count = await self.reader.read_to_end(self._apply)
-        log.info("replayed %d records up to resource version %d", count, self.version)
+        log.info("replayed %d object records up to resource version %d", count, self.version)
+        return count
+
+    async def _load_events(self) -> int:
+        """Apply the events the log holds now; `event_listeners` hear none of them."""
+        assert self.events_reader is not None
+        began = asyncio.get_running_loop().time()
+        await self.events_reader.start()
+        self._replaying_events = True
+        try:
+            count = await self.events_reader.read_to_end(self._apply, chunk=EVENTS_LOAD_CHUNK)
+        finally:
+            self._replaying_events = False
+        self.events_loaded.set()
+        EVENTS_LOADED.set(1)
+        seconds = asyncio.get_running_loop().time() - began
+        log.info("loaded %d event records in %.1f s, up to event sequence %d", count, seconds, self.event_sequence)
+        async with self._progress:
+            self._progress.notify_all()
         return count
 
     async def start(self) -> None:
-        """Replay the log to its current end, then follow it in the background."""
-        await self.replay()
-        self._task = asyncio.create_task(self._follow(), name="replica-follow")
-        self._task.add_done_callback(_follow_ended)
+        """Replay the objects to the log's current end and follow them in the background; load the
+        events (if followed) in the background, then follow them. Returns once the objects are
+        replayed: `events_loaded` says when the events are."""
+        EVENTS_LOADED.set(0)
+        await self._replay_objects()
+        self._follow_in_background(self.reader, self._after_objects, "replica-follow")
+        if self.events_reader is not None:
+            self._follow_in_background(self.events_reader, self._after_events, "replica-events", load_first=True)
+        else:
+            EVENTS_LOADED.set(1)
 
-    async def _follow(self) -> None:
-        consumer = self.reader.consumer
+    def _follow_in_background(
+        self, reader: LogReader, after_batch: Callable[[], None], name: str, load_first: bool = False
+    ) -> None:
+        async def run() -> None:
+            if load_first:
+                await self._load_events()
+            await self._follow(reader, after_batch)
+
+        task = asyncio.create_task(run(), name=name)
+        task.add_done_callback(_follow_ended)
+        self._tasks.append(task)
+
+    def _after_objects(self) -> None:
+        RESOURCE_VERSION.set(self.version)
+        for callback in self.on_applied:
+            callback()
+
+    def _after_events(self) -> None:
+        if self.events_retention_seconds is not None:
+            self.cluster.recorder.expire(self.cluster.clock() - self.events_retention_seconds)
+
+    async def _follow(self, reader: LogReader, after_batch: Callable[[], None]) -> None:
+        consumer = reader.consumer
         while True:
             batches = await consumer.getmany(timeout_ms=1000)
             if not batches:
@@ -115,11 +190,7 @@ class Replica:
                 stable = consumer.last_stable_offset(partition)
                 if stable is not None:
                     CONSUMER_LAG.labels(partition.topic).set(max(0, stable - await consumer.position(partition)))
-            RESOURCE_VERSION.set(self.version)
-            if self.events_retention_seconds is not None:
-                self.cluster.recorder.expire(self.cluster.clock() - self.events_retention_seconds)
-            for callback in self.on_applied:
-                callback()
+            after_batch()
             async with self._progress:
                 self._progress.notify_all()
 
@@ -156,6 +227,12 @@ class Replica:
         while recorder.next_sequence in self._early_events:
             self.cluster.restore_event(self._early_events.pop(recorder.next_sequence))
 
+    def _event_applied(self, event: ev.Event) -> None:
+        if self._replaying_events:
+            return
+        for listener in self.event_listeners:
+            listener(event)
+
     def _defer(self, message: events_pb2.ObjectChange) -> bool:
         """Keep a pending pod's record for later (True), or say the record is to be applied now: the
         pod is bound, nominated, deleted or already held. Its deferred record, if any, is dropped
@@ -191,12 +268,23 @@ class Replica:
             async with self._progress:
                 await self._progress.wait_for(lambda: self.version >= version and self.event_sequence >= event_sequence)
 
+    async def wait_for_events(self, event_sequence: int, timeout: float) -> None:
+        """Until the events the log held at start are loaded and every event up to `event_sequence`
+        is applied (TimeoutError after `timeout` seconds)."""
+        async with asyncio.timeout(timeout):
+            await self.events_loaded.wait()
+            async with self._progress:
+                await self._progress.wait_for(lambda: self.event_sequence >= event_sequence)
+
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
         await self.reader.stop()
+        if self.events_reader is not None:
+            await self.events_reader.stop()
 
 
 def _follow_ended(task: asyncio.Task[None]) -> None:

@@ -101,6 +101,15 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
                 "Error from server (ServiceUnavailable): the queue service is catching up with the log; retry",
             )
 
+    async def _events_caught_up(self, context: grpc.aio.ServicerContext) -> None:
+        try:
+            await self.service.events_caught_up()
+        except TimeoutError:
+            await context.abort(
+                grpc.StatusCode.UNAVAILABLE,
+                "Error from server (ServiceUnavailable): the queue service is still loading events from the log; retry",
+            )
+
     async def _forward_error(self, context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError) -> None:
         code = error.code()
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
@@ -324,7 +333,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         # Events about cluster-scoped objects (nodes), and one object's events wherever they are, are
         # for callers who may list events at the cluster scope; others see their namespace's only.
         wide = request.all_namespaces or access.decide(events_target("").attributes(user, "list")).allowed
-        await self._caught_up(context)
+        await self._events_caught_up(context)
         events = [
             event_to_proto(event)
             for event in service.cluster.events

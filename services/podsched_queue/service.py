@@ -4,7 +4,12 @@ the state the public API (api.py) answers from.
 It follows the binder's log into a replica of the cluster, which feeds the scheduling queue exactly
 as `simulate` feeds it (podsched.queue.cluster_feed). Every downstream request names the resource
 version of the last write this service saw acknowledged, so the other services answer on copies at
-least that new. Reads (Get, ListEvents) wait the same way, so a client reads its own writes."""
+least that new. Reads (Get, ListEvents) wait the same way, so a client reads its own writes.
+
+It serves once the objects are replayed; the events (an hour of them, however many pods churned in
+that hour) load behind it. Nothing but the Events API reads them: ListEvents waits for the load,
+and a Watch of events gets only events applied after it (the replica's `event_listeners`), reading
+what it resumes from in the log itself."""
 
 from __future__ import annotations
 
@@ -38,6 +43,10 @@ from .scheduler import Scheduler
 from .watch import WatchFanOut
 
 log = logging.getLogger(__name__)
+
+# How long an Events list waits for the events to load after a start (a full hour of a busy
+# cluster's events takes seconds on an idle machine, tens on a loaded one) before UNAVAILABLE.
+EVENTS_LOAD_WAIT_SECONDS = 60.0
 
 
 class QueueService:
@@ -82,7 +91,8 @@ class QueueService:
         self.writes = BinderWrites(self.binder, RPC_TIMEOUT)
         self.watch = WatchFanOut(self.clock)
         self.cluster.listeners.append(self.watch.on_change)
-        self.cluster.event_listeners.append(self.watch.on_event)
+        # Events the replica loads at start are history: a Watch reads those from the log.
+        self.replica.event_listeners.append(self.watch.on_event)
         self.telemetry = AttemptTelemetry(self.clock)
         if telemetry.tracing_enabled():
             self.cluster.listeners.append(self.telemetry.remember_pod_context)
@@ -118,9 +128,8 @@ class QueueService:
 
     async def start(self) -> None:
         await self.access.start()
-        await self.replica.start()
+        await self.replica.start()  # the objects; the events load in the background
         self.known_version = self.replica.version
-        self.known_event_sequence = self.replica.event_sequence
         if self.election is None:
             self._start_scheduling()
         else:  # a standby serves the API; it schedules once elected
@@ -172,5 +181,13 @@ class QueueService:
         self.known_event_sequence = max(self.known_event_sequence, event_sequence)
 
     async def caught_up(self, timeout: float = 20.0) -> None:
-        """Until the replica holds every write this service saw acknowledged."""
-        await self.replica.wait_for(self.known_version, self.known_event_sequence, timeout)
+        """Until the replica holds every change this service saw acknowledged. Not the events: the
+        scheduling loop and the object reads do not read them (`events_caught_up` does)."""
+        await self.replica.wait_for(self.known_version, timeout=timeout)
+
+    async def events_caught_up(self, timeout: float = EVENTS_LOAD_WAIT_SECONDS) -> None:
+        """Until the replica has loaded the events the log held at start and holds every change and
+        event this service saw acknowledged."""
+        async with asyncio.timeout(timeout):
+            await self.replica.wait_for(self.known_version, timeout=timeout)
+            await self.replica.wait_for_events(self.known_event_sequence, timeout)

@@ -9,27 +9,32 @@ against the log itself)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import grpc
 import pytest
+from aiokafka import AIOKafkaProducer
 from test_bounded_log import apply, compacting_settings, node, pod, wait_for_log
 
 from audit import Log, audit, read_log
 from live_api import Api, node_of
 from podsched_devstack.kafka import KafkaBroker
-from podsched_devstack.services import ServiceStack
+from podsched_devstack.services import ServiceStack, StackSettings, scrape, value
 from podsched_proto.api.v1 import api_pb2
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
+from podsched_service.codec import to_timestamp, topics
+from podsched_service.kafka_log import TopicSettings, ensure_topics
 from podsched_service.log_history import ChangesAfter, TooOld, read_after
 from stacks import running
 
@@ -290,3 +295,141 @@ def test_the_cli_relists_when_compaction_removed_its_resume_point(
     assert [i["object"]["metadata"]["name"] for i in gone] == ["keep-0"], after
     assert not any(i["object"]["metadata"]["name"] in ("keep-1", "keep-2") and i["type"] == "ADDED" for i in after)
     assert "too old" not in pods_err  # the relist is the CLI's own business: no error printed
+
+
+# --- a restart with an hour of events behind it ------------------------------------------------------
+
+HISTORY_EVENTS = 150_000  # enough that loading them outlasts the checks made while they load
+
+
+def history_event(sequence: int, now: float) -> events_pb2.Event:
+    """One pod-deleted event, as the binder records after churn (the pods themselves are long gone)."""
+    name = f"churn-{sequence}"
+    return events_pb2.Event(
+        type="Normal",
+        reason="Deleted",
+        message=f"Deleted pod history/{name}",
+        involved_object=events_pb2.ObjectReference(kind="Pod", namespace="history", name=name, uid=f"uid-{name}"),
+        event_time=to_timestamp(now),
+        reporting_controller="podsched-binder",
+        count=1,
+        last_time=to_timestamp(now),
+        sequence=sequence,
+    )
+
+
+async def write_event_history(bootstrap: str, prefix: str, count: int) -> None:
+    """The events topic as the binder leaves it after `count` pods of churn in the last hour, written
+    before the stack starts (the binder then continues the sequence at `count`)."""
+    await ensure_topics(bootstrap, prefix, TopicSettings())
+    _, events_topic = topics(prefix)
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20, max_batch_size=1 << 20)
+    await producer.start()
+    try:
+        now = time.time()
+        for sequence in range(count):
+            event = history_event(sequence, now)
+            await producer.send(events_topic, event.SerializeToString(), key=event.involved_object.uid.encode())
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+class Collector:
+    """Every item of a Watch stream, collected by a thread until the stream is cancelled."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.items: list[api_pb2.WatchEvent] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        with contextlib.suppress(grpc.RpcError):
+            for item in self.stream:
+                self.items.append(item)
+
+    def events(self) -> list[tuple[int, int]]:
+        return [(i.event.sequence, i.event.count) for i in self.items if i.HasField("event")]
+
+    def wait(self, condition: Any, what: str, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert time.monotonic() < deadline, f"timed out waiting for {what}: {len(self.items)} items"
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.stream.cancel()
+        self.thread.join(timeout=10)
+
+
+def test_the_queue_serves_before_its_events_are_loaded_and_watches_opened_meanwhile_miss_and_repeat_nothing(
+    kafka: KafkaBroker, tmp_path: Path
+) -> None:
+    """The events topic holds an hour of churn (HISTORY_EVENTS records) when the stack starts. The queue
+    serves once the objects are replayed: while its events still load (its podsched_replica_events_loaded
+    gauge is 0) it answers Get and Apply, and a Watch of everything from now and a Watch of events resumed
+    from inside the history both open. Pods bound meanwhile and after the load record new events. The
+    watch from now gets every event recorded after the queue started, none of the history; the resumed
+    one every event after its resume point; each exactly once and in the log's order. A ListEvents asked
+    during the load answers once the events are in, with the whole history."""
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    asyncio.run(write_event_history(kafka.bootstrap_servers, prefix, HISTORY_EVENTS))
+    settings = StackSettings.on_free_ports(kafka.bootstrap_servers, tmp_path / "services", topic_prefix=prefix)
+    started = running(settings)
+    stack = next(started)
+    api = Api(stack.server)
+    watches: list[Collector] = []
+    try:
+
+        def loading() -> bool:
+            return value(scrape(stack.metrics_url("queue")), "podsched_replica_events_loaded") == 0
+
+        assert loading(), f"the queue had loaded {HISTORY_EVENTS} events before it served: raise HISTORY_EVENTS"
+        assert api.pods() == {}  # Get answers during the load
+        apply(api, node("node-a"), pod("during-load-0"))  # so does Apply
+        everything = Collector(api.stub.Watch(api_pb2.WatchRequest(include_events=True)))
+        watches.append(everything)
+        everything.wait(lambda: any(i.HasField("bookmark_resource_version") for i in everything.items), "the bookmark")
+        resume_from = HISTORY_EVENTS - 10
+        request = api_pb2.WatchRequest(include_events=True, events_only=True, since_event_sequence=resume_from)
+        resumed = Collector(api.stub.Watch(request))
+        watches.append(resumed)
+        listed: list[api_pb2.ListEventsResponse] = []
+
+        def list_events() -> None:
+            listed.append(api.stub.ListEvents(api_pb2.ListEventsRequest(all_namespaces=True), timeout=120))
+
+        listing = threading.Thread(target=list_events)
+        listing.start()
+        apply(api, pod("during-load-1"))
+        assert loading(), "the load ended before the watches opened and the list was asked: raise HISTORY_EVENTS"
+
+        deadline = time.monotonic() + 120
+        while loading():
+            assert time.monotonic() < deadline, "the events did not load in 120 s"
+            time.sleep(0.2)
+        listing.join(timeout=120)
+        apply(api, *(pod(f"after-load-{i}") for i in range(3)))
+        api.wait(lambda: len(api.pods()) == 5 and all(node_of(p) for p in api.pods().values()), 60, "binds")
+
+        log = read(kafka, prefix)
+        recorded = [(e.sequence, e.count) for e in log.events]
+        new = [(s, c) for s, c in recorded if s >= HISTORY_EVENTS]
+        assert len(new) >= 5, new  # a Scheduled event per pod at least
+        after_resume = [(s, c) for s, c in recorded if s > resume_from]
+        everything.wait(lambda: len(everything.events()) >= len(new), f"{len(new)} new events")
+        resumed.wait(lambda: len(resumed.events()) >= len(after_resume), f"{len(after_resume)} events")
+        time.sleep(1)  # anything more they would get, they get now
+        assert everything.events() == new
+        assert resumed.events() == after_resume
+
+        [during] = listed
+        sequences = [e.sequence for e in during.events]
+        assert sequences[:HISTORY_EVENTS] == list(range(HISTORY_EVENTS))
+        assert {e.sequence for e in api.events()} == {s for s, _ in recorded}
+    finally:
+        for watch in watches:
+            watch.stop()
+        api.close()
+        started.close()
