@@ -7,7 +7,8 @@ the issue's reproduction does. The churned pods are created with a nodeName (as 
 they need no scheduling cycle; --churn-scheduled sends them through the scheduler instead. At each point
 of --history (cumulative churned pods) every service is restarted on its own (SIGTERM, then started
 again; the time is from the start of the process to gRPC health SERVING, i.e. replaying the log
-included; --repeat times, the median reported), then the whole stack at once (what `make down && make
+included; --repeat times, the median reported; for the queue also the time until it has loaded the
+events, which it does after it serves), then the whole stack at once (what `make down && make
 up` does). A second stack on the same broker holds the same live cluster on a fresh log, and each
 restart of the churned stack's service alternates with one of the fresh stack's: both are timed under
 the same load, which on a shared machine changes more between minutes than the log does. Each line
@@ -41,7 +42,7 @@ import grpc
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from podsched_devstack.kafka import KafkaBroker, ensure_kafka_installed
-from podsched_devstack.services import SERVICES, ServiceStack, StackSettings
+from podsched_devstack.services import SERVICES, ServiceStack, StackSettings, scrape, value
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
 from podsched_service.codec import mark_version, topics
@@ -290,16 +291,21 @@ class MeasuredStack:
             "events_bytes": topic_bytes(self.broker, self.events_topic),
         }
 
-    async def restart(self, names: tuple[str, ...]) -> float:
-        """Seconds from starting `names` again (after SIGTERM) until each serves."""
+    async def restart(self, names: tuple[str, ...]) -> tuple[float, float | None]:
+        """Seconds from starting `names` again (after SIGTERM) until each serves, and, if the queue is
+        one of them, until it has loaded the events too (it serves before: they load in the background)."""
         if "queue" in names:
             await self.channel.close()
         for name in reversed(names):
             await in_thread(self.stack.stop_one, name)
+        began = time.monotonic()
         seconds: float = await in_thread(timed_start, self.stack, names)
-        if "queue" in names:
-            self.connect()
-        return seconds
+        if "queue" not in names:
+            return seconds, None
+        self.connect()
+        url = self.stack.metrics_url("queue")
+        await until(lambda: value(scrape(url), "podsched_replica_events_loaded") == 1, "queue events loaded", 600)
+        return seconds, time.monotonic() - began
 
 
 async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse.Namespace) -> list[dict[str, Any]]:
@@ -343,11 +349,15 @@ async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse
                 "churn_pods_per_second": round(point / churn_seconds, 1) if point and churn_seconds else None,
                 "fresh_log": fresh_sizes,
             }
-            for names in [(name,) for name in SERVICES] + [SERVICES]:
+            for names in [(name,) for name in args.services] + [SERVICES]:
                 times: dict[str, list[float]] = {"fresh": [], "churned": []}
+                loaded: dict[str, list[float]] = {"fresh": [], "churned": []}
                 for _ in range(args.repeat):
-                    times["fresh"].append(await fresh.restart(names))
-                    times["churned"].append(await churned_stack.restart(names))
+                    for label, stack in (("fresh", fresh), ("churned", churned_stack)):
+                        serving, events_loaded = await stack.restart(names)
+                        times[label].append(serving)
+                        if events_loaded is not None:
+                            loaded[label].append(events_loaded)
                 line = {
                     **common,
                     "service": names[0] if len(names) == 1 else "all",
@@ -356,6 +366,10 @@ async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse
                     "restart_seconds_each": [round(t, 2) for t in times["churned"]],
                     "fresh_log_restart_seconds_each": [round(t, 2) for t in times["fresh"]],
                 }
+                if loaded["churned"]:
+                    # The queue serves before its events are loaded; this is when `podsched events` answers.
+                    line["events_loaded_seconds"] = round(median(loaded["churned"]), 2)
+                    line["fresh_log_events_loaded_seconds"] = round(median(loaded["fresh"]), 2)
                 results.append(line)
                 print(json.dumps(line), flush=True)
     finally:
@@ -448,6 +462,13 @@ def main() -> None:
         dest="churn_bound",
         action="store_false",
         help="churned pods go through the scheduler (default: created with nodeName, no scheduling cycle)",
+    )
+    parser.add_argument(
+        "--services",
+        nargs="+",
+        choices=SERVICES,
+        default=list(SERVICES),
+        help="the services restarted one at a time (the whole stack is restarted too; default: each)",
     )
     parser.add_argument("--plot", type=Path, default=Path("docs/bench/restart.png"))
     parser.add_argument("--replot", type=Path, action="append", help="only draw the plot from these JSON lines files")
