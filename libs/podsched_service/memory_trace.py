@@ -9,8 +9,10 @@ cluster stays the same size is a leak; growth that stops once the event retentio
 is the retained log. The baseline is taken after the first interval, so the replay at start is not
 counted. Tracing slows allocation by a few times, and each report stops the service for a moment;
 it is off unless the variable is set. The counts include the tracer's own baseline (its snapshot
-holds a tuple per traced block, the "tuple" count) and the garbage the cyclic collector has not
-collected yet.
+holds a tuple per traced block, the "tuple" count); the cyclic collector runs before each report,
+so garbage is not counted. Each report also sets the resident set against the traced heap, both
+with their growth since the baseline: growth in RSS that the traced heap does not show is not a
+Python object kept alive (it is the allocator's free memory, or C code's).
 
 PODSCHED_MEMORY_TRACE_FRAMES (default 1) keeps more frames per allocation, to see who called the
 line that allocates (slower still)."""
@@ -56,18 +58,43 @@ def type_counts() -> collections.Counter[str]:
     return collections.Counter(type(o).__name__ for o in gc.get_objects())
 
 
+def resident_bytes() -> int:
+    """The process's resident set now (Linux: /proc/self/statm; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def totals_line(baseline: tuple[int, int, int]) -> str:
+    """RSS against what tracemalloc sees, each with its growth since `baseline` (rss, traced, the
+    tracer's own): RSS that grows while the traced heap does not is memory Python's allocator holds
+    for freed objects (fragmentation), or memory C code allocates (gRPC's core, OpenSSL)."""
+    rss, traced, tracer = resident_bytes(), tracemalloc.get_traced_memory()[0], tracemalloc.get_tracemalloc_memory()
+    mib = 2**20
+    parts = [("rss", rss, baseline[0]), ("traced", traced, baseline[1]), ("tracer's own", tracer, baseline[2])]
+    return ", ".join(f"{name} {now / mib:.1f} MiB ({(now - then) / mib:+.1f})" for name, now, then in parts)
+
+
 async def _report_forever(service: str, interval: float) -> None:
     await asyncio.sleep(interval)
     baseline = tracemalloc.take_snapshot()
     baseline_types = type_counts()
+    gc.collect()
+    baseline_totals = (resident_bytes(), tracemalloc.get_traced_memory()[0], tracemalloc.get_tracemalloc_memory())
     rounds = 0
     while True:
         await asyncio.sleep(interval)
         rounds += 1
+        gc.collect()  # what is still counted below is alive, not garbage waiting for the collector
         snapshot = tracemalloc.take_snapshot()
         current, peak = tracemalloc.get_traced_memory()
         growth = snapshot.compare_to(baseline, "traceback")
-        lines = [f"{service} memory growth #{rounds}: traced {current / 2**20:.1f} MiB (peak {peak / 2**20:.1f})"]
+        lines = [
+            f"{service} memory growth #{rounds}: traced {current / 2**20:.1f} MiB (peak {peak / 2**20:.1f}); "
+            + totals_line(baseline_totals)
+        ]
         for stat in growth[:TOP]:
             where = " <- ".join(f"{frame.filename}:{frame.lineno}" for frame in stat.traceback)
             lines.append(f"  {stat.size_diff / 1024:+10.1f} KiB {stat.count_diff:+8d} blocks  {where}")
