@@ -94,11 +94,15 @@ class EventsAfter:
             raise TooOld("event sequence", self.sequence, oldest)
 
 
+# Records read between two turns of the event loop: a Watch that resumes reads in a serving process.
+READ_CHUNK = 500
+
+
 async def read_after(bootstrap: str, topic: str, reader: ChangesAfter | EventsAfter) -> None:
     """Read `topic` from its beginning to its current end into `reader`."""
     log = LogReader(bootstrap, [topic])
     try:
         await log.start()
-        await log.read_to_end(reader.read)
+        await log.read_to_end(reader.read, chunk=READ_CHUNK)
     finally:
         await log.stop()

@@ -39,8 +39,8 @@ from podsched_service.telemetry import process_span, tracing_enabled
 log = logging.getLogger(__name__)
 
 # Event records applied between two turns of the event loop while the events load behind a serving
-# service (about 10 ms of decoding).
-EVENTS_LOAD_CHUNK = 500
+# service (a few milliseconds of decoding: a request waits a few of these turns).
+EVENTS_LOAD_CHUNK = 100
 
 EVENTS_LOADED = Gauge(
     "podsched_replica_events_loaded",

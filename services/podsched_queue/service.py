@@ -112,6 +112,7 @@ class QueueService:
         )
         self.replica.on_applied.append(self.scheduler.wake.set)
         self._loop_task: asyncio.Task[None] | None = None
+        self._joining: asyncio.Task[None] | None = None
         self.election: LeaderElection | None = None
         if config.leader_election:
             identity = config.replica_id or f"{socket.gethostname()}-{config.listen_address.rsplit(':', 1)[-1]}"
@@ -127,13 +128,15 @@ class QueueService:
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.access.start()
-        await self.replica.start()  # the objects; the events load in the background
+        # The audit log must be ready before a write is served; it gets ready while the objects replay.
+        # The events load behind (the replica's `events_loaded`).
+        await asyncio.gather(self.access.start(), self.replica.start())
         self.known_version = self.replica.version
         if self.election is None:
             self._start_scheduling()
-        else:  # a standby serves the API; it schedules once elected
-            await self.election.start()
+        else:  # every replica serves the API at once; it schedules once elected
+            self._joining = asyncio.create_task(self.election.start(), name="leader-election-join")
+            self._joining.add_done_callback(_join_ended)
 
     def _start_scheduling(self) -> None:
         if self._loop_task is None:
@@ -154,6 +157,10 @@ class QueueService:
         return self.election.leading if self.election is not None else self._loop_task is not None
 
     async def stop(self) -> None:
+        if self._joining is not None and not self._joining.done():
+            self._joining.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._joining
         if self.election is not None:
             await self.election.stop()
         if self._loop_task is not None:
@@ -191,3 +198,12 @@ class QueueService:
         async with asyncio.timeout(timeout):
             await self.replica.wait_for(self.known_version, timeout=timeout)
             await self.replica.wait_for_events(self.known_event_sequence, timeout)
+
+
+def _join_ended(task: asyncio.Task[None]) -> None:
+    """A replica that could not join the election would never lead: crash, as a failed start would
+    (the supervisor starts it again)."""
+    if task.cancelled() or task.exception() is None:
+        return
+    log.critical("joining the leader election failed; exiting so the service restarts", exc_info=task.exception())
+    os._exit(3)
