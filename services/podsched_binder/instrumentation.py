@@ -77,17 +77,9 @@ class BinderTelemetry:
         """The trace a per-item field of a batched request names, or None (none sent, tracing off)."""
         return telemetry.context_from_carrier(carrier)
 
-    @contextlib.contextmanager
-    def within(self, context: TraceContext | None) -> Iterator[None]:
+    def within(self, context: TraceContext | None) -> contextlib.AbstractContextManager[None]:
         """Run the block in `context` (None: stay in the current one)."""
-        if context is None:
-            yield
-            return
-        token = otel_context.attach(context)
-        try:
-            yield
-        finally:
-            otel_context.detach(token)
+        return _STAY if context is None else _Attached(context)
 
     # --- a batch --------------------------------------------------------------------------------
 
@@ -215,26 +207,13 @@ class BinderTelemetry:
 
     # --- the scheduling decisions ------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def binding(self, context: TraceContext | None, pod: Pod | None, node_name: str) -> Iterator[None]:
+    def binding(
+        self, context: TraceContext | None, pod: Pod | None, node_name: str
+    ) -> contextlib.AbstractContextManager[None]:
         """A "bind pod" span around one bind, under `context` (the pod's attempt, when the queue sent
         it: a Bind carries many pods) or else the RPC's. A BindError leaving the block is a refusal:
         on the span and counted, then raised on."""
-        refused: BindError | None = None
-        with telemetry.tracer().start_as_current_span("bind pod", context=context) as span:
-            if pod is not None:
-                span.set_attributes(telemetry.pod_attributes(pod))
-            span.set_attribute("k8s.node.name", node_name)
-            try:
-                yield
-            except BindError as error:  # an answer, not an exception of the span
-                span.set_status(StatusCode.ERROR, error.message)
-                span.set_attribute("podsched.bind.refused", error.reason)
-                refused = error
-        if refused is not None:
-            BINDS.labels("refused").inc()
-            raise refused
-        BINDS.labels("bound").inc()
+        return _BindPodSpan(context, pod, node_name)
 
     @contextlib.contextmanager
     def recording_pod_group_result(self, request: binder_pb2.RecordPodGroupResultRequest) -> Iterator[None]:
@@ -281,3 +260,52 @@ class BinderTelemetry:
                     }
                 )
             yield
+
+
+# Context managers entered for every operation and every bind: classes rather than generators, whose
+# setup costs several times more.
+_STAY = contextlib.nullcontext()
+
+
+class _Attached:
+    __slots__ = ("context", "token")
+
+    def __init__(self, context: TraceContext) -> None:
+        self.context = context
+
+    def __enter__(self) -> None:
+        self.token = otel_context.attach(self.context)
+
+    def __exit__(self, *exc_info: object) -> None:
+        otel_context.detach(self.token)
+
+
+class _BindPodSpan:
+    """BinderTelemetry.binding's span: current while the bind runs; a BindError is the bind's answer
+    (the span's status and `podsched.bind.refused`), any other exception is recorded as one."""
+
+    __slots__ = ("span", "token")
+
+    def __init__(self, context: TraceContext | None, pod: Pod | None, node_name: str) -> None:
+        attributes: dict[str, Any] = {}
+        if telemetry.tracing_enabled():
+            if pod is not None:
+                attributes.update(telemetry.pod_attributes(pod))
+            attributes["k8s.node.name"] = node_name
+        self.span = telemetry.tracer().start_span("bind pod", context=context, attributes=attributes)
+
+    def __enter__(self) -> None:
+        self.token = otel_context.attach(trace.set_span_in_context(self.span))
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _: object) -> None:
+        otel_context.detach(self.token)
+        if isinstance(error, BindError):
+            self.span.set_status(StatusCode.ERROR, error.message)
+            self.span.set_attribute("podsched.bind.refused", error.reason)
+            BINDS.labels("refused").inc()
+        elif error is not None:
+            self.span.record_exception(error)
+            self.span.set_status(StatusCode.ERROR, f"{type(error).__name__}: {error}")
+        else:
+            BINDS.labels("bound").inc()
+        self.span.end()
