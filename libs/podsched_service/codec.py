@@ -3,12 +3,12 @@ protos, and gRPC statuses. Kept in one place so every service reads and writes t
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import grpc
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from podsched.api import json_text
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, encode_object, parse_timestamp
 from podsched.api.types import ApiObject, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus
@@ -62,7 +62,9 @@ def object_key(obj: ApiObject) -> bytes:
 
 
 def to_json(obj: ApiObject) -> bytes:
-    return json.dumps(encode_object(obj), separators=(",", ":")).encode()
+    """The object's Kubernetes JSON, compact: the records' `object_json` (byte for byte what
+    `json.dumps(encode_object(obj), separators=(",", ":"))` writes, `json_text.dumps`)."""
+    return json_text.dumps(encode_object(obj))
 
 
 def reference(obj: ApiObject) -> events_pb2.ObjectReference:
@@ -136,7 +138,7 @@ def pending_pod_change(record: events_pb2.ObjectChange) -> bool:
 
 def decode_change_message(record: events_pb2.ObjectChange) -> tuple[str, ApiObject, int]:
     """`decode_change` of a parsed ObjectChange."""
-    document = json.loads(record.object_json)
+    document = json_text.loads(record.object_json)
     # Decoding drops a PDB's status (clients may not set it), but in the binder's log that status is
     # the disruption controller's, which every replica keeps. Taken out first: `owned=True` lets the
     # decoder take the document apart, status included. A ResourceQuota's status is dropped for good:

@@ -5,11 +5,11 @@ twice and pods from one template share their spec, so decoding a pod is mostly a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from podsched.api import json_text
 from podsched.api.codecs.fields import (
     at,
     child,
@@ -242,9 +242,9 @@ def _decode_spread_constraint(doc: Mapping[str, Any], path: str) -> TopologySpre
 # spec's text, or None when defaulting changed nothing). Only specs that decoded without a single
 # error are kept, so a hit is exactly what decoding again would give. Bounded in entries and in the
 # size of one key (a huge spec is decoded every time rather than kept).
-_POD_SPEC_CACHE: dict[str, tuple[PodSpec, str | None]] = {}
+_POD_SPEC_CACHE: dict[bytes, tuple[PodSpec, bytes | None]] = {}
 _POD_SPEC_CACHE_ENTRIES = 4096
-_POD_SPEC_CACHE_KEY_CHARS = 8192
+_POD_SPEC_CACHE_KEY_BYTES = 8192
 
 
 def clear_pod_spec_cache() -> None:
@@ -252,16 +252,16 @@ def clear_pod_spec_cache() -> None:
     _POD_SPEC_CACHE.clear()
 
 
-def _pod_spec_key(spec: dict[str, Any]) -> str | None:
+def _pod_spec_key(spec: dict[str, Any]) -> bytes | None:
     """The spec's JSON text with nodeName blanked in place (its position kept, so that putting the
     real value back into a copy of the defaulted spec gives the key order decoding would have)."""
     if isinstance(spec.get("nodeName"), str):
         spec = {**spec, "nodeName": ""}
     try:
-        key = json.dumps(spec, separators=(",", ":"))
+        key = json_text.dumps(spec)
     except (TypeError, ValueError, RecursionError):  # not plain JSON (cannot happen after plain_document)
         return None
-    return key if len(key) <= _POD_SPEC_CACHE_KEY_CHARS else None
+    return key if len(key) <= _POD_SPEC_CACHE_KEY_BYTES else None
 
 
 def _decode_pod_spec(manifest: dict[str, Any], errors: list[FieldError]) -> PodSpec:
@@ -276,7 +276,7 @@ def _decode_pod_spec(manifest: dict[str, Any], errors: list[FieldError]) -> PodS
         template, defaulted = cached
         if defaulted is not None:  # lay the defaults down as decoding would have
             node_name_value = spec.get("nodeName")
-            spec = json.loads(defaulted)
+            spec = json_text.loads(defaulted)
             if isinstance(node_name_value, str):
                 spec["nodeName"] = node_name_value
             manifest["spec"] = spec

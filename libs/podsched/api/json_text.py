@@ -1,0 +1,100 @@
+"""JSON text in and out exactly as the standard library's `json` writes and reads it, at orjson's speed.
+
+Every object crosses the wire as JSON several times (the queue and the binder parse each created
+object, the binder renders every record, every replica parses every record), and the standard
+library's encoder and decoder were a large part of that. orjson is several times faster, but it does
+not write quite the same text (UTF-8 where `json` escapes to ASCII, `1e-5` as `0.00001`, NaN as
+`null`) nor read quite the same values (an integer beyond 64 bits becomes a float). The records'
+JSON is a public format that consumers read, and a record must say the same whichever code wrote
+it, so orjson is used only where its answer is certainly `json`'s, and `json` answers the rest:
+
+- `dumps(value)` is byte for byte `json.dumps(value, separators=(",", ":")).encode()`, raising what
+  it raises;
+- `loads(raw)` is `json.loads(raw)`, the same values of the same types, raising what it raises;
+- `fast_loads(raw)` is orjson's answer when it is certainly `json.loads(raw)`'s, else `NotCertain`;
+  what it returns also has only valid Unicode strings and no non-finite number (`parse_json`'s
+  fast path builds on that).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import orjson
+
+# Values orjson would render where `json` refuses them (datetimes, dataclasses) go to its `default`,
+# which is absent, so they fail as they do in `json`; subclasses of str, int, dict and list too, so
+# `json`'s own rules for them hold.
+_DUMPS_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_SUBCLASS
+
+# Text orjson writes differently from `json.dumps`, found in orjson's output: anything but printable
+# ASCII (`json` escapes it as \uXXXX), a float below 1e-4 (`json` writes `1e-05` and `1.5e-07`, orjson
+# `0.00001` and `1.5e-7`) and NaN or infinity (orjson writes `null`). Any of these in orjson's output,
+# even inside a string where it changes nothing, hands the value to `json`. A negative exponent is
+# "e-" and digits that end a number (not a bare "e-": names such as "default-scheduler" and UUIDs
+# are full of it).
+_NEGATIVE_EXPONENT = re.compile(rb"e-[0-9]+(?:[,}\]]|\Z)")
+
+# orjson reads an integer beyond 64 bits as a float; `json` keeps it an int. Such an integer has at
+# least 19 digits; digits are mapped to "0" to find a run of 19 of them in one C-speed pass.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19
+# More opening brackets than this (inside strings too: an overcount is harmless) may nest deeper
+# than `json` can read on the stack it is called with.
+_MOST_BRACKETS = 256
+
+
+def dumps(value: Any) -> bytes:
+    """`json.dumps(value, separators=(",", ":")).encode()`, byte for byte."""
+    try:
+        text = orjson.dumps(value, option=_DUMPS_OPTIONS)
+    except TypeError:  # an integer beyond 64 bits, a key not a string, nested too deep, not JSON at all
+        return _standard_dumps(value)
+    if (
+        not text.isascii()
+        or b"\x7f" in text
+        or b"null" in text
+        or b"0.0000" in text
+        or _NEGATIVE_EXPONENT.search(text) is not None
+    ):
+        return _standard_dumps(value)
+    return text
+
+
+def _standard_dumps(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+class NotCertain(Exception):
+    """orjson cannot say for certain what `json.loads` would: ask `json`."""
+
+
+def fast_loads(raw: bytes | str) -> Any:
+    """orjson's reading of `raw` when it is certainly `json.loads(raw)`'s, else `NotCertain` (text
+    that is not bytes is always NotCertain).
+
+    orjson refuses what it cannot read exactly as `json` does: lone UTF-16 surrogates (`json` reads
+    them into strings UTF-8 cannot carry), a byte-order mark or UTF-16 text (`json` detects them),
+    NaN, Infinity and numbers beyond float64 (`json` reads them as floats that are not finite);
+    so whatever it returns holds only valid Unicode and finite numbers. Deep nesting is left to
+    `json`: orjson reads 1024 levels, `json` fewer the deeper its caller's stack already is."""
+    if (
+        not isinstance(raw, bytes)
+        or raw.count(b"{") + raw.count(b"[") > _MOST_BRACKETS
+        or _LONG_NUMBER in raw.translate(_DIGITS_AS_ZERO)
+    ):
+        raise NotCertain
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise NotCertain from None
+
+
+def loads(raw: bytes | str) -> Any:
+    """`json.loads(raw)`: the same values of the same types, or the same exception."""
+    try:
+        return fast_loads(raw)
+    except NotCertain:
+        return json.loads(raw)
