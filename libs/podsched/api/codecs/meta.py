@@ -17,10 +17,9 @@ from podsched.api.codecs.fields import (
     get_string_list,
     get_string_map,
     get_timestamp,
-    put,
-    timestamp_text,
 )
 from podsched.api.errors import FieldError
+from podsched.api.timestamps import format_timestamp
 from podsched.api.types import (
     KIND_DEPLOYMENT,
     KIND_JOB,
@@ -138,25 +137,58 @@ def encode_owner_reference(ref: OwnerReference) -> dict[str, Any]:
     return out
 
 
-def encode_meta(meta: ObjectMeta, source: Any, *, namespaced: bool) -> dict[str, Any]:
-    """The typed metadata (name always, the rest when set), then the manifest's other fields."""
-    owned: dict[str, Any] = {
-        "namespace": meta.namespace if namespaced else "",
-        "uid": meta.uid,
-        "resourceVersion": str(meta.resource_version) if meta.resource_version else None,
-        "creationTimestamp": timestamp_text(meta.creation_timestamp),
-        "deletionTimestamp": timestamp_text(meta.deletion_timestamp),
-        "deletionGracePeriodSeconds": meta.deletion_grace_period_seconds,
-        "generation": meta.generation or None,
-        "generateName": meta.generate_name,
-        "ownerReferences": [encode_owner_reference(ref) for ref in meta.owner_references],
-        "finalizers": list(meta.finalizers),
-        "labels": dict(meta.labels),
-        "annotations": dict(meta.annotations),
+# The metadata fields the typed ObjectMeta says (a manifest's own value of any of them is not echoed).
+_OWNED_META_FIELDS = frozenset(
+    {
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+        "generateName",
+        "ownerReferences",
+        "finalizers",
+        "labels",
+        "annotations",
     }
+)
+
+
+def encode_meta(meta: ObjectMeta, source: Any, *, namespaced: bool) -> dict[str, Any]:
+    """The typed metadata (name always, the rest when set: empty strings, lists and maps are
+    omitted as upstream's omitempty does, a grace period of 0 is kept), then the manifest's other
+    fields. Written field by field rather than through `put`: every record the binder writes
+    renders its object's metadata."""
     out: dict[str, Any] = {"name": meta.name}
-    for key, value in owned.items():
-        put(out, key, value)
-    rest = source if isinstance(source, dict) else {}
-    out.update({key: value for key, value in rest.items() if key != "name" and key not in owned})
+    if namespaced and meta.namespace:
+        out["namespace"] = meta.namespace
+    if meta.uid:
+        out["uid"] = meta.uid
+    if meta.resource_version:
+        out["resourceVersion"] = str(meta.resource_version)
+    if meta.creation_timestamp is not None:
+        out["creationTimestamp"] = format_timestamp(meta.creation_timestamp)
+    if meta.deletion_timestamp is not None:
+        out["deletionTimestamp"] = format_timestamp(meta.deletion_timestamp)
+    if meta.deletion_grace_period_seconds is not None:
+        out["deletionGracePeriodSeconds"] = meta.deletion_grace_period_seconds
+    if meta.generation:
+        out["generation"] = meta.generation
+    if meta.generate_name:
+        out["generateName"] = meta.generate_name
+    if meta.owner_references:
+        out["ownerReferences"] = [encode_owner_reference(ref) for ref in meta.owner_references]
+    if meta.finalizers:
+        out["finalizers"] = list(meta.finalizers)
+    if meta.labels:
+        out["labels"] = dict(meta.labels)
+    if meta.annotations:
+        out["annotations"] = dict(meta.annotations)
+    if isinstance(source, dict):
+        for key, value in source.items():
+            if key not in _OWNED_META_FIELDS:
+                out[key] = value
     return out
