@@ -10,7 +10,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from podsched.api import json_text
 from podsched.api.errors import ApiError
-from podsched.api.manifests import decode_object, encode_object, parse_timestamp
+from podsched.api.manifests import decode_object, encode_json, parse_timestamp
 from podsched.api.types import ApiObject, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus
 from podsched.cluster import events as ev
 from podsched.cluster.store import ADDED, MODIFIED, REMOVED, Change
@@ -63,8 +63,8 @@ def object_key(obj: ApiObject) -> bytes:
 
 def to_json(obj: ApiObject) -> bytes:
     """The object's Kubernetes JSON, compact: the records' `object_json` (byte for byte what
-    `json.dumps(encode_object(obj), separators=(",", ":"))` writes, `json_text.dumps`)."""
-    return json_text.dumps(encode_object(obj))
+    `json.dumps(encode_object(obj), separators=(",", ":"))` writes; `encode_json`)."""
+    return encode_json(obj)
 
 
 def reference(obj: ApiObject) -> events_pb2.ObjectReference:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from podsched.api import json_text
 from podsched.api.codecs.fields import SchemaError
 from podsched.api.codecs.meta import (
     ACCEPTED_TYPES,
@@ -99,6 +100,7 @@ __all__ = [
     "check_served",
     "decode_documents",
     "decode_object",
+    "encode_json",
     "encode_object",
     "format_timestamp",
     "load_documents",
@@ -236,7 +238,27 @@ def encode_object(obj: ApiObject) -> dict[str, Any]:
     Timestamps are RFC3339 UTC strings, resourceVersion a string, quantities canonical (`500m`,
     `32Gi`). `decode_object(encode_object(x))` equals `x` for every decoded object (the status of a PDB or a
     ResourceQuota excepted: it is the system's to compute, and decoding drops it)."""
-    source = _copy_document(obj.source)
+    return _encode(obj, _copy_document(obj.source))
+
+
+def encode_json(obj: ApiObject) -> bytes:
+    """`encode_object(obj)` as compact JSON text (`json_text.dumps`): what a record's object_json
+    holds. The document is only written out, so the manifest is not deep-copied first: a pod's
+    overlay changes only the top level of its spec and status, which are copied (the deep copy was
+    a fifth of rendering a pod); other kinds are copied whole as in encode_object."""
+    if isinstance(obj, Pod):
+        source = {
+            key: dict(value) if key in ("spec", "status") and isinstance(value, dict) else value
+            for key, value in obj.source.items()
+        }
+    else:
+        source = _copy_document(obj.source)
+    return json_text.dumps(_encode(obj, source))
+
+
+def _encode(obj: ApiObject, source: dict[str, Any]) -> dict[str, Any]:
+    """encode_object over `source`, which the overlay may change: a copy of `obj.source` (whole,
+    or of every part the object's overlay changes)."""
     body = {key: value for key, value in source.items() if key not in ("apiVersion", "kind", "metadata")}
     namespaced = obj.kind in NAMESPACED_KINDS
     head: dict[str, Any] = {
