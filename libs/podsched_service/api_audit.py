@@ -23,6 +23,7 @@ from google.protobuf.json_format import MessageToJson
 
 from podsched_proto.audit.v1 import audit_pb2
 from podsched_service.authentication import Identity
+from podsched_service.codec import record_partition
 from podsched_service.kafka_log import ensure_topic_names
 
 log = logging.getLogger(__name__)
@@ -126,6 +127,7 @@ class ApiAuditLog:
             acks="all",
             linger_ms=0,
             client_id="podsched-queue-audit",
+            partitioner=record_partition,
         )
         await self.producer.start()
 

@@ -45,6 +45,7 @@ from podsched_service.codec import (
     change_record,
     event_record,
     mark_record,
+    record_partition,
     status_code,
     status_code_of,
     to_json,
@@ -181,6 +182,7 @@ class Binder:
             acks="all",
             linger_ms=0,
             max_request_size=16 * 1024 * 1024,
+            partitioner=record_partition,
         )
         # Registering the transactional id fences a previous binder and aborts its open
         # transaction, so the log read next is final.
