@@ -62,13 +62,20 @@ POD_GROUP_ATTEMPT_DURATION = Histogram(
     ["result", "profile"],
     buckets=[0.001 * 2**i for i in range(15)],
 )
+POD_GROUP_BACKOFF_PODS = Gauge(
+    "podsched_pod_group_backoff_pods",
+    "Number of pods in backoffQ that wait with their rejected pod group (GenericWorkload): no cluster event "
+    "moves them, and the group is retried when its backoff ends (1s doubling, at most podMaxBackoffSeconds "
+    'times the square root of its size). Included in scheduler_pending_pods{queue="backoff"}.',
+)
 QUEUE_LABELS = {sq.ACTIVE: "active", sq.BACKOFF: "backoff", sq.UNSCHEDULABLE: "unschedulable", sq.GATED: "gated"}
 
 
 def report_pending_pods(queue: sq.SchedulingQueue) -> None:
-    """scheduler_pending_pods reads `queue`'s counts at each scrape."""
+    """scheduler_pending_pods and podsched_pod_group_backoff_pods read `queue`'s counts at each scrape."""
     for queue_name, label in QUEUE_LABELS.items():
         PENDING_PODS.labels(label).set_function(lambda name=queue_name: queue.pending_counts()[name])
+    POD_GROUP_BACKOFF_PODS.set_function(queue.pod_group_backoff_count)
 
 
 class AttemptTelemetry:

@@ -22,8 +22,8 @@ from podsched.api.types import Pod, PodGroup
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.framework.status import Code
 from podsched.queue import scheduling_queue as sq
-from podsched.scheduler.driver import ScheduleOneDriver, SchedulingFailure, bind_failure
-from podsched.scheduler.pod_group_scheduler import group_rejectors
+from podsched.scheduler.driver import PodGroupMember, ScheduleOneDriver, SchedulingFailure, bind_failure
+from podsched.scheduler.pod_group_scheduler import sends_evictions
 from podsched_proto.binder.v1 import binder_pb2
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_proto.preemption.v1 import preemption_pb2
@@ -255,7 +255,9 @@ class Scheduler:
         service (Filter and Score per pod with the earlier ones assumed, all or nothing for a gang,
         pod-group preemption when it cannot be placed), then its writes in one binder transaction
         (RecordPodGroupResult: the gang binds whole or not at all). The cycle runs on a view with
-        every earlier batch's binds and failures in the log."""
+        every earlier batch's binds and failures in the log. Once the writes are read back, the pods
+        that did not bind go back to the queue as in `simulate` (ScheduleOneDriver): a rejected group
+        as one entity that backs off and is retried when its backoff ends."""
         await self._finish_settling()
         if self.pipeline.bind is not None:
             await self._drain_bind()
@@ -281,6 +283,10 @@ class Scheduler:
                         min_resource_version=self.written.view_version,
                     )
                 )
+                # starts_async_preemption: read before the binder evicts the victims.
+                preempting = decided.waiting_on_preemption and sends_evictions(
+                    self.pods_by_uid(uid) for uid in decided.victim_uids
+                )
                 for attempt, outcome in zip(attempts, decided.pods, strict=True):
                     if outcome.node_name:
                         attempt.bind_started()
@@ -303,23 +309,22 @@ class Scheduler:
                 attempts[0].pod.spec.scheduler_name, pod_group_result_label(decided, written), attempts[0].began
             )
             bound = set(written.bound_pod_uids)
-            scheduled = decided.code == 0 and not written.bind_error
-            rejected_together = group_rejectors(outcome.rejector_plugins for outcome in decided.pods)
-            for attempt, outcome in zip(attempts, decided.pods, strict=True):
-                self.observer.bind_answered(attempt, outcome.node_name, attempt.pod.uid in bound)
-                if attempt.pod.uid in bound:
-                    self._finish(attempt, SCHEDULED)
-                    continue
-                error = outcome.error or bool(written.bind_error)
-                rejectors = set(outcome.rejector_plugins) if scheduled else set(rejected_together)
-                fresh = self.queue.info(attempt.pod.uid)
-                if fresh is not None and scheduled and not error:
-                    self.queue.requeue_after_group_success(fresh, rejectors, outcome.message)
-                elif fresh is not None:
-                    self.queue.add_unschedulable_if_not_present(
-                        fresh, rejectors, error=error, message=written.bind_error or outcome.message
-                    )
-                self._finish(attempt, ERROR if error else UNSCHEDULABLE)
+            members = [
+                PodGroupMember(
+                    attempt.info,
+                    attempt.pod.uid in bound,
+                    written.bind_error or outcome.message,
+                    frozenset(outcome.rejector_plugins),
+                    outcome.error or bool(written.bind_error),
+                )
+                for attempt, outcome in zip(attempts, decided.pods, strict=True)
+            ]
+            self.driver.add_attempted_pod_group_if_needed(
+                group.namespace, group.name, Code(decided.code), members, preempting=preempting
+            )
+            for attempt, outcome, member in zip(attempts, decided.pods, members, strict=True):
+                self.observer.bind_answered(attempt, outcome.node_name, member.bound)
+                self._finish(attempt, SCHEDULED if member.bound else ERROR if member.error else UNSCHEDULABLE)
         finally:
             for attempt in attempts:
                 if attempt.state is not AttemptState.FINISHED:  # an exception cut its cycle short

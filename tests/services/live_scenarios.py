@@ -5,6 +5,7 @@ a scenario's steps)."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ POLL_SECONDS = 0.2
 DEFAULT_INITIAL_BACKOFF = 1.0
 DEFAULT_MAX_BACKOFF = 10.0
 DEFAULT_SCHEDULER = "default-scheduler"
+POD_GROUP_BACKOFF_PODS = "podsched_pod_group_backoff_pods"
 RESOURCES = {
     "Pod": "pods",
     "Node": "nodes",
@@ -33,6 +35,9 @@ RESOURCES = {
 }
 NAMESPACED = ("Pod", "PodDisruptionBudget", "ResourceQuota", "ReplicaSet", "Deployment", "Job")
 RUN_SECONDS_ANNOTATION = "sim.podsched.io/run-seconds"
+# The queue's backoff flush period (upstream's 1 s): a group whose backoff ended waits up to this long
+# for its retry (simulate's run_until_quiescent adds it too).
+BACKOFF_FLUSH_INTERVAL = 1.0
 
 
 # --- running a scenario -------------------------------------------------------------------------------
@@ -64,9 +69,7 @@ class LiveRun:
         disrupted = self.disrupted | {name for name, pod in pods.items() if disrupted_by_scheduler(pod)}
         reply = self.api.stub.Get(api_pb2.GetRequest(resource="jobs", namespace="default"), timeout=30)
         jobs = {job["metadata"]["name"]: job for job in map(json.loads, reply.objects_json)}
-        reply = self.api.stub.Get(api_pb2.GetRequest(resource="podgroups", namespace="default"), timeout=30)
-        groups = {group["metadata"]["name"]: group for group in map(json.loads, reply.objects_json)}
-        return Observed(pods, seen_events(self.api), list(self.rejected), disrupted, jobs, groups)
+        return Observed(pods, seen_events(self.api), list(self.rejected), disrupted, jobs, pod_groups(self.api))
 
 
 def run_live(scenario: Scenario, api: Api, stack: ServiceStack) -> Observed:
@@ -99,6 +102,11 @@ def apply_step(api: Api, documents: list[dict[str, Any]], source: str) -> list[d
                 }
             )
     return rejected
+
+
+def pod_groups(api: Api) -> dict[str, dict[str, Any]]:
+    reply = api.stub.Get(api_pb2.GetRequest(resource="podgroups", namespace="default"), timeout=30)
+    return {group["metadata"]["name"]: group for group in map(json.loads, reply.objects_json)}
 
 
 def seen_events(api: Api) -> list[SeenEvent]:
@@ -138,6 +146,18 @@ class Scheduling:
             frozenset(str(p.get("schedulerName") or DEFAULT_SCHEDULER) for p in profiles),
         )
 
+    def longest_pod_group_backoff(self, pods: dict[str, dict[str, Any]]) -> float:
+        """The longest backoff a rejected pod group can get: podMaxBackoffSeconds times the square root
+        of its size (the queue's pod_group_backoff_duration), taken over the largest group of pending
+        pods (no fewer than the group waits with)."""
+        sizes: dict[str, int] = {}
+        for pod in pods.values():
+            spec = pod.get("spec", {})
+            group = (spec.get("schedulingGroup") or {}).get("podGroupName")
+            if group and not spec.get("nodeName"):
+                sizes[group] = sizes.get(group, 0) + 1
+        return self.max_backoff * math.sqrt(max(sizes.values(), default=1))
+
 
 def busy_reason(
     pods: dict[str, dict[str, Any]],
@@ -147,14 +167,18 @@ def busy_reason(
     wait_out_backoff: bool,
 ) -> str:
     """Why the system may still change on its own ("" if nothing would): a pod terminating, a pod in
-    activeQ or backoffQ, a pending pod that has not failed an attempt since it was stored (beyond
-    those PreEnqueue holds back, scheduler_pending_pods{queue="gated"}: a gang waiting for its pods
-    is never attempted), or one whose backoff has not run out (then a later step would find it in
-    backoffQ instead of where simulate finds it: in simulate no time passes between a failure and
-    the next file)."""
-    for queue in ("active", "backoff"):
-        if value(samples, "scheduler_pending_pods", queue=queue):
-            return f"{queue}Q is not empty"
+    activeQ or backoffQ (beyond the pods of rejected pod groups, which `wait_until_quiescent` judges
+    apart), a pending pod that has not failed an attempt since it was stored (beyond those PreEnqueue
+    holds back, scheduler_pending_pods{queue="gated"}: a gang waiting for its pods is never
+    attempted), or one whose backoff has not run out (then a later step would find it in backoffQ
+    instead of where simulate finds it: in simulate no time passes between a failure and the next
+    file). A pod of a group while rejected groups back off has no backoff of its own to wait out: it
+    waits with its group, which no event moves, and is retried with it."""
+    if value(samples, "scheduler_pending_pods", queue="active"):
+        return "activeQ is not empty"
+    groups_back_off = value(samples, POD_GROUP_BACKOFF_PODS) > 0
+    if value(samples, "scheduler_pending_pods", queue="backoff") > value(samples, POD_GROUP_BACKOFF_PODS):
+        return "backoffQ is not empty"
     gated = int(value(samples, "scheduler_pending_pods", queue="gated") or 0)
     never_attempted: list[str] = []
     failures: dict[str, list[Any]] = {}
@@ -177,7 +201,7 @@ def busy_reason(
             if len(never_attempted) > gated:
                 return f"pod {name} is pending and has not failed an attempt yet"
             continue
-        if not wait_out_backoff:
+        if not wait_out_backoff or (groups_back_off and (spec.get("schedulingGroup") or {}).get("podGroupName")):
             continue
         attempts = sum(max(e.count, 1) for e in failed)
         last = max(max(_seconds(e.event_time), _seconds(e.last_time)) for e in failed)
@@ -191,25 +215,45 @@ def wait_until_quiescent(api: Api, stack: ServiceStack, scheduling: Scheduling, 
     """Poll until nothing would change on its own, and the pods, the events and the queue's attempt
     count are the same on two polls in a row (a cycle in flight shows in none of the gauges).
     `wait_out_backoff`: also until every pending pod's backoff has run out (before a next step).
-    Returns the pods seen carrying the scheduler's DisruptionTarget condition on the way."""
+
+    Rejected pod groups are retried after each backoff whatever happens, as upstream's, so while one
+    waits in backoffQ the events and attempts never stop changing. Then the rule is simulate's
+    (run_until_quiescent): settled once the longest pod-group backoff plus the backoff flush interval
+    has passed with no write to the pods or the pod groups, while nothing else is busy; every group
+    then had a retry that changed nothing. Returns the pods seen carrying the scheduler's
+    DisruptionTarget condition on the way."""
     deadline = time.monotonic() + QUIESCENCE_TIMEOUT
     previous: Any = None
+    written: str | None = None
+    written_at = time.monotonic()
     disrupted: set[str] = set()
     reason = "not polled yet"
     while time.monotonic() < deadline:
         samples = scrape(stack.metrics_url("queue"))
         pods = api.pods()
+        groups = pod_groups(api)
         events = api.events()
+        now = time.monotonic()
         disrupted |= {name for name, pod in pods.items() if disrupted_by_scheduler(pod)}
+        state = json.dumps([pods, groups], sort_keys=True)
+        if state != written:
+            written, written_at = state, now
         reason = busy_reason(pods, events, samples, scheduling, wait_out_backoff)
-        attempts = sum(v for (name, _), v in samples.items() if name == "scheduler_schedule_attempts_total")
-        fingerprint = (
-            json.dumps(pods, sort_keys=True),
-            [(e.sequence, e.count) for e in events],
-            attempts,
-        )
-        if not reason and fingerprint == previous:
-            return disrupted
-        previous = None if reason else fingerprint
+        waiting_in_groups = int(value(samples, POD_GROUP_BACKOFF_PODS))
+        if not reason and waiting_in_groups:
+            settle_after = scheduling.longest_pod_group_backoff(pods) + BACKOFF_FLUSH_INTERVAL
+            if now - written_at > settle_after:
+                return disrupted
+            previous = None
+            reason = (
+                f"{waiting_in_groups} pod(s) of rejected pod groups back off, and {settle_after:.1f}s "
+                f"without a write have not passed (the last {now - written_at:.1f}s ago)"
+            )
+        else:
+            attempts = sum(v for (name, _), v in samples.items() if name == "scheduler_schedule_attempts_total")
+            fingerprint = (state, [(e.sequence, e.count) for e in events], attempts)
+            if not reason and fingerprint == previous:
+                return disrupted
+            previous = None if reason else fingerprint
         time.sleep(POLL_SECONDS)
     raise AssertionError(f"the system did not become quiescent within {QUIESCENCE_TIMEOUT}s: {reason}")

@@ -1,13 +1,19 @@
 """ScheduleOneDriver (podsched.scheduler.driver): what `simulate` and the queue service both do around a
-scheduling cycle, on a real scheduling queue and a fake clock: which popped pods are scheduled, a
-failed pod's record and where it goes back, where a pod group goes back."""
+scheduling cycle. First the driver on a real scheduling queue and a fake clock (which popped pods are
+scheduled, a failed pod's record and where it goes back, where a pod group goes back); then the queue
+service's Scheduler on fakes of its Filter, Preemption and Binder interfaces, retrying a rejected pod
+group as `simulate` does: no Kafka, no gRPC."""
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass, field
+
 import pytest
 
-from builders import make_pod
-from podsched.api.types import Pod
+from builders import make_node, make_pod
+from podsched.api.types import DISRUPTION_MODE_SINGLE, SCHEDULING_POLICY_GANG, ObjectMeta, Pod, PodGroup
+from podsched.config.scheduler_config import SchedulerConfig
 from podsched.framework.interface import NodeToStatus, PostFilterResult
 from podsched.framework.status import Code, Status
 from podsched.plugins import names
@@ -21,10 +27,18 @@ from podsched.scheduler.driver import (
 )
 from podsched.scheduler.fit_error import FitError
 from podsched.scheduler.schedule_one import CycleResult
+from podsched.simulator.engine import Simulator
+from podsched_proto.binder.v1 import binder_pb2
+from podsched_proto.filter.v1 import filter_pb2
+from podsched_proto.preemption.v1 import preemption_pb2
+from podsched_queue.instrumentation import AttemptTelemetry
+from podsched_queue.pipeline import ERROR, UNSCHEDULABLE, Attempt
+from podsched_queue.scheduler import Scheduler
 
 START = 1_000.0
 GROUP = "trainers"
 REJECTED = "minCount (3) cannot be satisfied"
+GATE_ON = SchedulerConfig(feature_gates=(("GenericWorkload", True),))
 
 
 class FakeClock:
@@ -41,6 +55,12 @@ class FakeClock:
 
     def monotonic(self) -> float:
         return self.now
+
+
+def gang(min_count: int = 3) -> PodGroup:
+    return PodGroup(
+        ObjectMeta(name=GROUP, namespace="default"), SCHEDULING_POLICY_GANG, min_count, DISRUPTION_MODE_SINGLE
+    )
 
 
 def worker(name: str) -> Pod:
@@ -250,3 +270,132 @@ def test_a_scheduled_groups_leftover_pod_goes_to_active_at_once_and_one_that_fai
     # The bound pod reaches the queue through its cluster feed: the driver leaves it in flight.
     assert [cluster.queue.location(p.uid) for p in pods] == [sq.IN_FLIGHT, sq.ACTIVE, sq.BACKOFF]
     assert infos[1].unschedulable_plugins == {names.NODE_RESOURCES_FIT}
+
+
+# --- the queue service and simulate, one driver ----------------------------------------------------------
+
+
+class NoFilter:
+    async def find_nodes(self, request: filter_pb2.FindNodesRequest) -> filter_pb2.FindNodesResponse:
+        raise AssertionError("a pod group's cycle runs on the preemption service, not FindNodes")
+
+
+@dataclass
+class RejectingPreemption:
+    """The preemption service's pod-group cycle, rejecting every group as GangScheduling does when
+    minCount cannot be met."""
+
+    cycles: list[list[str]] = field(default_factory=list)
+
+    async def post_filter_run(
+        self, request: preemption_pb2.PostFilterRunRequest
+    ) -> preemption_pb2.PostFilterRunResponse:
+        raise AssertionError("no single pod is scheduled here")
+
+    async def schedule_pod_group(
+        self, request: preemption_pb2.SchedulePodGroupRequest
+    ) -> preemption_pb2.SchedulePodGroupResponse:
+        self.cycles.append([pod.uid for pod in request.pods])
+        outcomes = [
+            binder_pb2.PodGroupPodOutcome(pod_uid=pod.uid, message=REJECTED, rejector_plugins=[names.GANG_SCHEDULING])
+            for pod in request.pods
+        ]
+        return preemption_pb2.SchedulePodGroupResponse(code=int(Code.UNSCHEDULABLE), message=REJECTED, pods=outcomes)
+
+
+@dataclass
+class RecordingBinder:
+    results: list[binder_pb2.RecordPodGroupResultRequest] = field(default_factory=list)
+
+    async def bind(self, request: binder_pb2.BindRequest) -> binder_pb2.BindResponse:
+        raise AssertionError("a rejected group binds nothing")
+
+    async def record_failure(self, request: binder_pb2.RecordFailureRequest) -> binder_pb2.RecordFailureResponse:
+        raise AssertionError("a pod group's failures are written with its result")
+
+    async def record_pod_group_result(
+        self, request: binder_pb2.RecordPodGroupResultRequest
+    ) -> binder_pb2.RecordPodGroupResultResponse:
+        self.results.append(request)
+        return binder_pb2.RecordPodGroupResultResponse(resource_version=len(self.results))
+
+
+class WrittenLog:
+    view_version = 0
+
+    def saw(self, version: int, event_sequence: int) -> None:
+        self.view_version = max(self.view_version, version)
+
+    async def caught_up(self) -> None:
+        return None
+
+
+class Results(AttemptTelemetry):
+    def __init__(self, clock: FakeClock) -> None:
+        super().__init__(clock)
+        self.results: list[str] = []
+
+    def finished(self, attempt: Attempt) -> None:
+        self.results.append(attempt.result)
+        super().finished(attempt)
+
+
+def service_backoffs(retries: int) -> list[float]:
+    """The backoff the queue service's Scheduler gives a gang of three rejected `retries` times, and
+    that nothing but the backoff's end brings it back."""
+    clock = FakeClock()
+    pods = [worker(f"w-{i}") for i in range(3)]
+    cluster = Cluster(clock, *pods)
+    preemption, binder, results = RejectingPreemption(), RecordingBinder(), Results(clock)
+    group = gang()
+    scheduler = Scheduler(
+        queue=cluster.queue,
+        pods_by_uid=cluster.pods.get,
+        scheduler_config=GATE_ON,
+        batch_size=16,
+        filter=NoFilter(),
+        preemption=preemption,
+        binder=binder,
+        written=WrittenLog(),
+        clock=clock,
+        observer=results,
+        pod_group_of=lambda pod: group if pod.spec.pod_group_name == GROUP else None,
+    )
+    backoffs = []
+    for retry in range(retries):
+        asyncio.run(scheduler.run_once())
+        assert len(preemption.cycles) == retry + 1 and len(preemption.cycles[-1]) == 3
+        assert {cluster.queue.location(p.uid) for p in pods} == {sq.BACKOFF}
+        assert cluster.queue.on_event(sq.NODE_ADD) == 0 and scheduler.pop_batch() == []
+        expiry = cluster.queue.next_backoff_expiry()
+        assert expiry is not None
+        backoffs.append(expiry - clock.now)
+        clock.now = expiry
+    assert results.results == [UNSCHEDULABLE] * 3 * retries
+    assert ERROR not in results.results
+    return backoffs
+
+
+def simulate_backoffs(retries: int) -> list[float]:
+    """The same gang, too large for its one node, in `simulate`."""
+    sim = Simulator(GATE_ON)
+    sim.cluster.apply(make_node("n1").capacity(cpu="2", memory="8Gi", pods=10).obj())
+    sim.cluster.apply(gang())
+    for i in range(3):
+        sim.cluster.apply(worker(f"w-{i}"))
+    backoffs = []
+    for _ in range(retries):
+        assert sim.schedule_one() is not None
+        expiry = sim.queue.next_backoff_expiry()
+        assert expiry is not None and not sim.queue.can_pop()
+        backoffs.append(expiry - sim.now)
+        sim.now = expiry
+    return backoffs
+
+
+def test_the_queue_service_retries_a_rejected_group_after_its_backoff_as_simulate_does() -> None:
+    # 1 s doubling, at most 10 s x sqrt(3) = 17.32 s, each ending where backoffQ's next 1 s window
+    # begins (the clocks start on a whole second), whatever happens meanwhile.
+    expected = [2.0, 3.0, 5.0, 9.0, 17.0, 18.0]
+    assert service_backoffs(6) == expected
+    assert simulate_backoffs(6) == expected

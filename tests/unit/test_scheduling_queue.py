@@ -318,6 +318,21 @@ def test_a_groups_backoff_ends_where_the_window_after_its_expiration_begins() ->
     assert queue.next_backoff_expiry() == 1002.0  # 1000.5 + 1 s is in the window [1001, 1002)
 
 
+def test_the_pods_of_a_rejected_pod_group_are_counted_apart_in_backoff_until_the_group_is_retried() -> None:
+    clock = FakeClock()
+    queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
+    infos = _rejected_group(queue, ["g-0", "g-1"])
+    queue.add(make_pod("alone").obj())
+    alone = queue.pop()
+    assert alone is not None and alone.pod.name == "alone"
+    queue.add_unschedulable_if_not_present(alone, set(), error=True)
+    queue.add_attempted_pod_group("default", "g", [(info, set(), "rejected") for info in infos], error=False)
+    assert queue.pending_counts()[sq.BACKOFF] == 3 and queue.pod_group_backoff_count() == 2
+    clock.now += 2  # the group's 1 s backoff ends where backoffQ's next 1 s window begins
+    assert queue.flush_backoff_completed() == 3
+    assert queue.pod_group_backoff_count() == 0
+
+
 def test_a_pod_added_to_a_group_in_backoff_waits_with_it() -> None:
     clock = FakeClock()
     queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)

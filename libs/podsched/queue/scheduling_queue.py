@@ -787,6 +787,15 @@ class SchedulingQueue:
             for e in self._error_backoff
         )
 
+    def pod_group_backoff_count(self) -> int:
+        """How many of backoffQ's pods wait with their rejected pod group (the error backoffQ): no
+        cluster event moves them, and each group is retried when its backoff ends."""
+        return sum(
+            1
+            for _, seq, uid in list(self._error_backoff)  # a copy: a metrics scrape reads this from another thread
+            if self._entry_seq.get(uid) == seq and self._where.get(uid) == BACKOFF
+        )
+
     def longest_error_backoff(self) -> float:
         """The longest backoff an entity in the error backoffQ can get: max_backoff times the square
         root of the largest group waiting there."""

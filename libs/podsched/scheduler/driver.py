@@ -4,12 +4,12 @@ where each pod goes back in the queue after its cycle (upstream schedule_one.go 
 schedule_one_podgroup.go: skipPodSchedule, skipPodGroupPodSchedule, handleSchedulingFailure,
 submitPodGroupAlgorithmResult's AddAttemptedPodGroupIfNeeded).
 
-Pure: a queue and plain decisions in, queue calls out. How a decision is reached and how its
-record is written are the caller's: `simulate` runs the algorithm in process and writes the record
-to its cluster at once (`record_failure`); the queue service gets the decision from the filter and
-preemption services and sends the same record to the binder, then hands the pod back through
-`handle_scheduling_failure` once the write is read back. Both therefore requeue a pod the same
-way.
+No I/O: plain decisions in; queue calls (and, for `simulate`, cluster writes) out. How a decision
+is reached and how its record is written are the caller's: `simulate` runs the algorithm in process
+and writes the record to its cluster at once (`record_failure`); the queue service gets the
+decision from the filter and preemption services and sends the same record to the binder, then
+hands the pod back through `handle_scheduling_failure` once the write is read back. Both therefore
+requeue a pod, and a pod group, the same way.
 
 For one pod:
 
@@ -40,14 +40,10 @@ from dataclasses import dataclass
 from podsched.api.types import Pod
 from podsched.cluster.failure import record_scheduling_failure
 from podsched.cluster.state import Cluster
-from podsched.framework.status import Code
+from podsched.framework.status import Code, Status
 from podsched.queue import scheduling_queue as sq
 from podsched.scheduler.pod_group_scheduler import group_rejectors
 from podsched.scheduler.schedule_one import CycleResult
-
-# The codes of a rejected pod group (Status.is_rejected): it counts one more unschedulable attempt;
-# any other failure (an error) counts one more consecutive error.
-_REJECTED = (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, Code.PENDING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,5 +199,5 @@ class ScheduleOneDriver:
                     fresh, set(member.rejector_plugins), error=True, message=member.message
                 )
         if failed:
-            error = code not in _REJECTED or any(member.error for member in members)
+            error = not Status(code).is_rejected or any(member.error for member in members)
             self.queue.add_attempted_pod_group(namespace, name, failed, error=error, preempting=preempting)

@@ -119,11 +119,13 @@ def starts_async_preemption(result: PodGroupResult) -> bool:
     running preemption, and DefaultPreemption's PreEnqueue holds the group back while it runs
     (`SchedulingQueue.add_attempted_pod_group`'s `preempting`)."""
     preemption = result.preemption
-    return (
-        result.waiting_on_preemption
-        and preemption is not None
-        and any(victim.metadata.deletion_timestamp is None for victim in preemption.victims)
-    )
+    return result.waiting_on_preemption and preemption is not None and sends_evictions(preemption.victims)
+
+
+def sends_evictions(victims: Iterable[Pod | None]) -> bool:
+    """Whether prepareCandidateAsync has an eviction to send: to a victim still there (None: gone)
+    and not already terminating."""
+    return any(victim is not None and victim.metadata.deletion_timestamp is None for victim in victims)
 
 
 def actuate_pod_group_result(cluster: Cluster, result: PodGroupResult, now: float) -> list[PodGroupWrite]:
