@@ -51,6 +51,17 @@ def _second_text(whole: int) -> str:
     return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}"
 
 
+@functools.lru_cache(maxsize=4096)
+def _wall_seconds(fields: tuple[str, ...]) -> int:
+    """The date and time of day (year, month, day, hour, minute, second as written) in seconds since
+    the epoch, read as UTC; ValueError when no such date exists. Cached apart from whole timestamps:
+    each pod's timestamps differ in their fraction of a second, but the objects written within one
+    second share the rest, whose calendar arithmetic was most of parsing one."""
+    year, month, day, hour, minute, second = (int(field) for field in fields)
+    datetime(year, month, day, hour, minute, second)  # range check: raises ValueError
+    return calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
+
+
 @functools.lru_cache(maxsize=16384)
 def parse_timestamp(text: str) -> float:
     """RFC3339 (any offset, any number of fractional digits) -> seconds since the epoch, rounded
@@ -60,9 +71,7 @@ def parse_timestamp(text: str) -> float:
     match = _RFC3339_RE.fullmatch(text.strip())
     if match is None:
         raise ValueError(f"not an RFC3339 timestamp: {text[:80]!r}")
-    year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
-    datetime(year, month, day, hour, minute, second)  # range check: raises ValueError
-    whole = calendar.timegm((year, month, day, hour, minute, second, 0, 0, 0))
+    whole = _wall_seconds(match.group(1, 2, 3, 4, 5, 6))
     zone = match.group(8)
     if zone not in ("Z", "z"):
         sign = 1 if zone[0] == "+" else -1
