@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.scheduler_perf import SHORT_NAMES, WORKLOADS, run_workload
+from benchmarks.scheduler_perf import SHORT_NAMES, UPSTREAM_WORKLOADS, WORKLOADS, run_workload, workload_named
 from podsched_devstack.kafka import KafkaBroker, ensure_kafka_installed
 from podsched_devstack.services import ServiceStack
 
@@ -138,10 +138,10 @@ def report(result: dict[str, Any], out_dir: Path, top: int) -> str:
 
 async def main_async(args: argparse.Namespace) -> int:
     name = SHORT_NAMES.get(args.workload, args.workload)
-    if name not in WORKLOADS:
+    if name not in WORKLOADS and name not in UPSTREAM_WORKLOADS:
         print(f"unknown workload {args.workload}; known: {sorted(SHORT_NAMES)}", file=sys.stderr)
         return 2
-    workload = WORKLOADS[name].scaled(args.scale)
+    workload = workload_named(name).scaled(args.scale)
     args.out_dir.mkdir(parents=True, exist_ok=True)
     for old in args.out_dir.glob("*.txt"):
         old.unlink()
