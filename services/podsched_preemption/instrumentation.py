@@ -79,6 +79,13 @@ class PostFilterTelemetry:
         """The current trace for the workers' requests, so each shard's span joins the PostFilter's."""
         return telemetry.carrier_of(trace.get_current_span())
 
+    @contextlib.contextmanager
+    def pod_group_cycle(self) -> Iterator[None]:
+        """A "schedule pod group" span for one group's cycle in a SchedulePodGroups batch (a lone
+        group's cycle is reported on the request's span)."""
+        with telemetry.tracer().start_as_current_span("schedule pod group"):
+            yield
+
     def scheduling_pod_group(self, group: PodGroup, size: int) -> None:
         trace.get_current_span().set_attributes(
             {

@@ -29,7 +29,9 @@ from podsched.preemption.evaluator import DryRunExecutor
 from podsched.preemption.explain import explain_preemption
 from podsched.preemption.sharding import run_shard, sharded_dry_run
 from podsched.preemption.victims import NodeVictims, VictimPolicy
+from podsched.scheduler.assumed import AssumedPods
 from podsched.scheduler.fit_error import FitError
+from podsched.scheduler.pod_group_cycle import PodGroupResult
 from podsched.scheduler.pod_group_scheduler import PodGroupScheduling
 from podsched.scheduler.profile import Profiles
 from podsched.scheduler.schedule_one import SchedulingAlgorithm
@@ -62,6 +64,7 @@ class PostFilterObserver(Protocol):
     def filtered_again(self) -> None: ...
     def dry_run_path(self, path: str) -> None: ...
     def shard_carrier(self) -> dict[str, str]: ...
+    def pod_group_cycle(self) -> AbstractContextManager[None]: ...
     def scheduling_pod_group(self, group: PodGroup, size: int) -> None: ...
     def pod_group_scheduled(self, scheduled: bool) -> None: ...
     def decided(self, pod: Pod, response: preemption_pb2.PostFilterResponse, dry_run: bool) -> None: ...
@@ -75,6 +78,40 @@ class ProfilePostFilter:
     config: SchedulerConfig
     algorithm: SchedulingAlgorithm
     columns: ColumnStrategy
+
+
+@dataclass(frozen=True, slots=True)
+class _PodGroupEntry:
+    """A group of a SchedulePodGroup(s) request, looked up: its pods, their refs and their profile."""
+
+    group: PodGroup
+    pods: list[Pod]
+    refs: list[filter_pb2.PodToPlace]
+    profile: ProfilePostFilter
+
+
+def _pod_group_response(
+    entry: _PodGroupEntry, result: PodGroupResult, resource_version: int
+) -> preemption_pb2.SchedulePodGroupResponse:
+    response = preemption_pb2.SchedulePodGroupResponse(
+        code=int(result.status.code),
+        message=result.status.message,
+        waiting_on_preemption=result.waiting_on_preemption,
+        resource_version=resource_version,
+    )
+    if result.waiting_on_preemption and result.preemption is not None:
+        response.victim_uids.extend(victim.uid for victim in result.preemption.victims)
+    for ref, pod_result in zip(entry.refs, result.pods, strict=True):
+        response.pods.add(
+            pod_uid=pod_result.pod.uid,
+            node_name=pod_result.node_name,
+            message=pod_result.message,
+            rejector_plugins=sorted(pod_result.rejector_plugins),
+            error=pod_result.error,
+            nominated_node_name=pod_result.nominated_node_name,
+            trace_context=ref.trace_context,
+        )
+    return response
 
 
 class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
@@ -178,53 +215,94 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
     ) -> Any:
         """One pod-group cycle on this copy (podsched.scheduler.pod_group_cycle), with pod-group
         preemption where the pods' profile enables DefaultPreemption. Writes nothing."""
+        await self._require_pod_groups(context)
+        await self.copy.catch_up(request.min_resource_version, context)
+        try:
+            entry = self._pod_group_entry(request.namespace, request.name, request.pods)
+        except PodLookupError as error:
+            await context.abort(error.code, str(error))
+            raise
+        with self.copy.assumed_nominations(request.assumed_nominations):
+            (decided,) = self._schedule_pod_groups([entry], batch=False)
+        return decided
+
+    async def SchedulePodGroups(
+        self, request: preemption_pb2.SchedulePodGroupsRequest, context: grpc.aio.ServicerContext
+    ) -> Any:
+        """The pod-group cycles of groups popped in a row, in order, each with the groups scheduled
+        before it assumed; stops after the first group that is not scheduled. Writes nothing."""
+        await self._require_pod_groups(context)
+        await self.copy.catch_up(request.min_resource_version, context)
+        entries: list[_PodGroupEntry] = []
+        for group in request.groups:
+            try:
+                entries.append(self._pod_group_entry(group.namespace, group.name, group.pods))
+            except PodLookupError as error:
+                if not entries:  # nothing decidable before it: fail as SchedulePodGroup would
+                    await context.abort(error.code, str(error))
+                    raise
+                break  # decided up to it; the queue tries it again first
+        with self.copy.assumed_nominations(request.assumed_nominations):
+            decided = self._schedule_pod_groups(entries, batch=True)
+        return preemption_pb2.SchedulePodGroupsResponse(decided=decided, resource_version=self.copy.replica.version)
+
+    async def _require_pod_groups(self, context: grpc.aio.ServicerContext) -> None:
         if self.pod_groups is None:
             await context.abort(
                 grpc.StatusCode.FAILED_PRECONDITION, "pod groups are scheduled only with the GenericWorkload gate on"
             )
-            raise AssertionError("unreachable: abort raises")
-        await self.copy.catch_up(request.min_resource_version, context)
-        cluster = self.copy.cluster
-        group = cluster.pod_groups.get((request.namespace, request.name))
+
+    def _pod_group_entry(self, namespace: str, name: str, refs: Sequence[filter_pb2.PodToPlace]) -> _PodGroupEntry:
+        """The group, its pods and their profile, or PodLookupError naming what is missing."""
+        group = self.copy.cluster.pod_groups.get((namespace, name))
         if group is None:
-            await context.abort(grpc.StatusCode.NOT_FOUND, f'podgroups.scheduling.k8s.io "{request.name}" not found')
-            raise AssertionError("unreachable: abort raises")
-        pods = [await self._lookup(ref, context) for ref in request.pods]
+            raise PodLookupError(grpc.StatusCode.NOT_FOUND, f'podgroups.scheduling.k8s.io "{name}" not found')
+        pods = [pod_to_place(self.copy.cluster, ref) for ref in refs]
         profile = self.profiles.for_pod(pods[0]) if pods else None
         if profile is None:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, "no profile schedules the group's pods")
-            raise AssertionError("unreachable: abort raises")
-        self.observer.scheduling_pod_group(group, len(pods))
-        with self.copy.assumed_nominations(request.assumed_nominations):
-            result = self.pod_groups.schedule(
-                profile.algorithm,
-                group,
-                pods,
-                cluster.snapshot(),
-                cluster.pdb_list(),
-                self.copy.nominator,
-                self.clock.time(),
-            )
-        self.observer.pod_group_scheduled(result.scheduled)
-        response = preemption_pb2.SchedulePodGroupResponse(
-            code=int(result.status.code),
-            message=result.status.message,
-            waiting_on_preemption=result.waiting_on_preemption,
-            resource_version=self.copy.replica.version,
-        )
-        if result.waiting_on_preemption and result.preemption is not None:
-            response.victim_uids.extend(victim.uid for victim in result.preemption.victims)
-        for ref, pod_result in zip(request.pods, result.pods, strict=True):
-            response.pods.add(
-                pod_uid=pod_result.pod.uid,
-                node_name=pod_result.node_name,
-                message=pod_result.message,
-                rejector_plugins=sorted(pod_result.rejector_plugins),
-                error=pod_result.error,
-                nominated_node_name=pod_result.nominated_node_name,
-                trace_context=ref.trace_context,
-            )
-        return response
+            raise PodLookupError(grpc.StatusCode.FAILED_PRECONDITION, "no profile schedules the group's pods")
+        return _PodGroupEntry(group, pods, list(refs), profile)
+
+    def _schedule_pod_groups(
+        self, entries: Sequence[_PodGroupEntry], *, batch: bool
+    ) -> list[preemption_pb2.SchedulePodGroupResponse]:
+        """The groups' cycles in order on one snapshot, the placed pods of each scheduled group assumed
+        for the groups after it, until the first group not scheduled. In a batch each cycle is
+        reported on its own span; a lone group's on the request's."""
+        assert self.pod_groups is not None
+        cluster = self.copy.cluster
+        snapshot = cluster.snapshot()
+        pdbs = cluster.pdb_list()
+        decided: list[preemption_pb2.SchedulePodGroupResponse] = []
+        assumed = AssumedPods(snapshot, self.copy.nominator, self._node_changed)
+        try:
+            for entry in entries:
+                with self.observer.pod_group_cycle() if batch else contextlib.nullcontext():
+                    self.observer.scheduling_pod_group(entry.group, len(entry.pods))
+                    result = self.pod_groups.schedule(
+                        entry.profile.algorithm,
+                        entry.group,
+                        entry.pods,
+                        snapshot,
+                        pdbs,
+                        self.copy.nominator,
+                        self.clock.time(),
+                    )
+                    self.observer.pod_group_scheduled(result.scheduled)
+                decided.append(_pod_group_response(entry, result, self.copy.replica.version))
+                if not result.scheduled:
+                    break
+                for pod_result in result.pods:
+                    if pod_result.node_name:
+                        assumed.assume(pod_result.pod, pod_result.node_name)
+        finally:
+            assumed.forget_all()
+        return decided
+
+    def _node_changed(self, node_name: str) -> None:
+        """A node whose pods an assumption changed: every profile's column strategy re-reads it."""
+        for profile in self.profiles:
+            profile.columns.mark_dirty(node_name)
 
     async def _lookup(self, ref: filter_pb2.PodToPlace, context: grpc.aio.ServicerContext) -> Pod:
         try:

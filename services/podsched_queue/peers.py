@@ -68,10 +68,10 @@ class PreemptionClient:
     ) -> preemption_pb2.PostFilterRunResponse:
         return await self.stub.PostFilterRun(request, timeout=RPC_TIMEOUT)
 
-    async def schedule_pod_group(
-        self, request: preemption_pb2.SchedulePodGroupRequest
-    ) -> preemption_pb2.SchedulePodGroupResponse:
-        return await self.stub.SchedulePodGroup(request, timeout=RPC_TIMEOUT)
+    async def schedule_pod_groups(
+        self, request: preemption_pb2.SchedulePodGroupsRequest
+    ) -> preemption_pb2.SchedulePodGroupsResponse:
+        return await self.stub.SchedulePodGroups(request, timeout=RPC_TIMEOUT)
 
 
 class BinderClient:

@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from podsched.api.types import Pod, PodGroup
@@ -61,9 +62,9 @@ class Preemption(Protocol):
         self, request: preemption_pb2.PostFilterRunRequest
     ) -> preemption_pb2.PostFilterRunResponse: ...
 
-    async def schedule_pod_group(
-        self, request: preemption_pb2.SchedulePodGroupRequest
-    ) -> preemption_pb2.SchedulePodGroupResponse: ...
+    async def schedule_pod_groups(
+        self, request: preemption_pb2.SchedulePodGroupsRequest
+    ) -> preemption_pb2.SchedulePodGroupsResponse: ...
 
 
 class Binder(Protocol):
@@ -119,6 +120,17 @@ def pod_group_result_label(
     return "waiting_on_preemption" if decided.waiting_on_preemption else "unschedulable"
 
 
+@dataclass(slots=True)
+class _SentPodGroup:
+    """A decided group of a SchedulePodGroups batch whose RecordPodGroupResult is under way."""
+
+    group: PodGroup
+    attempts: list[Attempt]
+    decided: preemption_pb2.SchedulePodGroupResponse
+    preempting: bool  # starts_async_preemption, read before the binder evicted the victims
+    written: asyncio.Future[binder_pb2.RecordPodGroupResultResponse]
+
+
 class Scheduler:
     def __init__(
         self,
@@ -149,7 +161,7 @@ class Scheduler:
         self.observer = observer
         # GenericWorkload: the group a popped pod is scheduled with (None: the gate is off).
         self.pod_group_of = pod_group_of
-        self._popped_group: PodGroup | None = None
+        self._popped_groups: list[tuple[PodGroup, list[sq.QueuedPodInfo]]] = []
         self.pipeline = BatchPipeline()
         self.wake = asyncio.Event()  # set when the replica applied something: pods may be ready
         self.cycles = 0
@@ -170,9 +182,9 @@ class Scheduler:
             self.queue.flush_unschedulable_leftover()
             self._last_flush = now
         batch = self.pop_batch()
-        group, self._popped_group = self._popped_group, None
-        if batch and group is not None:
-            await self._schedule_or_back_off(batch, group)
+        groups, self._popped_groups = self._popped_groups, []
+        if batch and groups:
+            await self._schedule_or_back_off(batch, groups)
         elif batch:
             await self._schedule_or_back_off(batch)
         elif self.pipeline.settling is not None:
@@ -191,10 +203,12 @@ class Scheduler:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.wake.wait(), timeout)
 
-    async def _schedule_or_back_off(self, batch: list[sq.QueuedPodInfo], group: PodGroup | None = None) -> None:
+    async def _schedule_or_back_off(
+        self, batch: list[sq.QueuedPodInfo], groups: list[tuple[PodGroup, list[sq.QueuedPodInfo]]] | None = None
+    ) -> None:
         try:
-            if group is not None:
-                await self.schedule_pod_group(group, batch)
+            if groups:
+                await self.schedule_pod_groups(groups)
             else:
                 await self.schedule_batch(batch)
         except asyncio.CancelledError:
@@ -233,102 +247,157 @@ class Scheduler:
             self.queue.add_unschedulable_if_not_present(info, set(), error=True, message=str(error))
 
     def pop_batch(self) -> list[sq.QueuedPodInfo]:
-        """Up to batch_size pods, popped in queue order. A pod of a PodGroup (GenericWorkload) ends the
-        batch: it and its group's other queued pods are popped as one entity, alone, and the group is
-        kept for `run_once`; popped after other pods, it goes back to be first next time."""
+        """Up to batch_size pods, popped in queue order. Pods of PodGroups (GenericWorkload) are batched
+        apart from other pods: a popped pod of a group comes with its group's other queued pods, as one
+        entity, and the groups popped in a row, up to batch_size pods (a first group whole whatever its
+        size), are kept for `run_once` (`schedule_pod_groups`). A pod that would mix the two kinds, or
+        bring a group a second time, goes back to be first next time."""
         batch: list[sq.QueuedPodInfo] = []
+        groups: list[tuple[PodGroup, list[sq.QueuedPodInfo]]] = []
         while len(batch) < self.batch_size and (info := self.queue.pop()) is not None:
             group = self.pod_group_of(info.pod) if self.pod_group_of is not None else None
-            if group is not None:
-                if batch:
-                    self.queue.unpop(info)
-                    break
-                self._popped_group = group
-                return [info, *self.queue.take_group_members(group.namespace, group.name)]
-            batch.append(info)
+            if group is None and not groups:
+                batch.append(info)
+                continue
+            popped_already = group is not None and any(
+                (g.namespace, g.name) == (group.namespace, group.name) for g, _ in groups
+            )
+            if group is None or (batch and not groups) or popped_already:
+                self.queue.unpop(info)
+                break
+            members = [info, *self.queue.take_group_members(group.namespace, group.name)]
+            groups.append((group, members))
+            batch.extend(members)
+        self._popped_groups = groups
         return batch
 
     # --- a pod group's cycle (GenericWorkload) -------------------------------------------------------
 
-    async def schedule_pod_group(self, group: PodGroup, infos: list[sq.QueuedPodInfo]) -> None:
-        """scheduleOnePodGroup: the group's popped pods in one pod-group cycle on the preemption
-        service (Filter and Score per pod with the earlier ones assumed, all or nothing for a gang,
-        pod-group preemption when it cannot be placed), then its writes in one binder transaction
-        (RecordPodGroupResult: the gang binds whole or not at all). The cycle runs on a view with
-        every earlier batch's binds and failures in the log. Once the writes are read back, the pods
-        that did not bind go back to the queue as in `simulate` (ScheduleOneDriver): a rejected group
-        as one entity that backs off and is retried when its backoff ends."""
+    async def schedule_pod_groups(self, groups: list[tuple[PodGroup, list[sq.QueuedPodInfo]]]) -> None:
+        """scheduleOnePodGroup for each group popped in a row, in queue order, in one request to the
+        preemption service (SchedulePodGroups): each group's pods go through one pod-group cycle
+        (Filter and Score per pod with the earlier ones assumed, all or nothing for a gang, pod-group
+        preemption when it cannot be placed) with the pods of the groups scheduled before it assumed
+        on their nodes, as kube-scheduler's cache holds a scheduled group's pods while their binds go
+        on. The request stops after the first group that is not scheduled (its nominations and
+        evictions must be in the log before another cycle runs): the groups after it go back to the
+        queue untried. Each decided group's writes are one binder operation (RecordPodGroupResult:
+        the gang binds whole or not at all), all sent at once, so the binder commits them in one or
+        a few transactions. The cycles run on a view with every earlier batch's binds and failures in
+        the log. Once the writes are read back, the pods that did not bind go back to the queue as in
+        `simulate` (ScheduleOneDriver): a rejected group as one entity that backs off and is retried
+        when its backoff ends."""
         await self._finish_settling()
         if self.pipeline.bind is not None:
             await self._drain_bind()
+        cycled = [(group, attempts) for group, infos in groups if (attempts := self._pod_group_attempts(group, infos))]
+        started = [attempt for _, attempts in cycled for attempt in attempts]
+        if not started:
+            return
+        self.cycles += len(started)
+        try:
+            with self.observer.batch(started):
+                answer = await self.preemption.schedule_pod_groups(
+                    preemption_pb2.SchedulePodGroupsRequest(
+                        groups=[
+                            preemption_pb2.PodGroupToSchedule(
+                                namespace=group.namespace,
+                                name=group.name,
+                                pods=[
+                                    filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=self.observer.carrier(a))
+                                    for a in attempts
+                                ],
+                            )
+                            for group, attempts in cycled
+                        ],
+                        min_resource_version=self.written.view_version,
+                    )
+                )
+                decided = list(zip(cycled, answer.decided, strict=False))
+                self._requeue([a for _, attempts in cycled[len(decided) :] for a in attempts])
+                sent = []
+                for (group, attempts), outcome in decided:
+                    # starts_async_preemption: read before the binder evicts the victims.
+                    preempting = outcome.waiting_on_preemption and sends_evictions(
+                        self.pods_by_uid(uid) for uid in outcome.victim_uids
+                    )
+                    for attempt, pod_outcome in zip(attempts, outcome.pods, strict=True):
+                        if pod_outcome.node_name:
+                            attempt.bind_started()
+                        else:
+                            attempt.failure_sent()
+                    written = asyncio.ensure_future(
+                        self.binder.record_pod_group_result(
+                            binder_pb2.RecordPodGroupResultRequest(
+                                namespace=group.namespace,
+                                name=group.name,
+                                code=outcome.code,
+                                message=outcome.message,
+                                waiting_on_preemption=outcome.waiting_on_preemption,
+                                pods=outcome.pods,
+                                victim_uids=outcome.victim_uids,
+                            )
+                        )
+                    )
+                    sent.append(_SentPodGroup(group, attempts, outcome, preempting, written))
+            await self._finish_pod_groups(sent)
+        finally:
+            for attempt in started:
+                if attempt.state is not AttemptState.FINISHED:  # an exception cut its cycle short
+                    self._finish(attempt, ERROR)
+
+    def _pod_group_attempts(self, group: PodGroup, infos: list[sq.QueuedPodInfo]) -> list[Attempt]:
+        """The group's popped pods that are still to schedule (skipPodGroupPodSchedule), in queue
+        order, each attempt started."""
         attempts: list[Attempt] = []
         for info, pod in self.driver.skip_pod_group_pod_schedule(infos):
             attempt = Attempt(info, pod, self.clock.monotonic())
             self.observer.started(attempt)
             self.observer.in_pod_group(attempt, group, len(infos))
             attempts.append(attempt)
-        if not attempts:
-            return
-        self.cycles += len(attempts)
-        try:
-            with self.observer.batch(attempts):
-                decided = await self.preemption.schedule_pod_group(
-                    preemption_pb2.SchedulePodGroupRequest(
-                        namespace=group.namespace,
-                        name=group.name,
-                        pods=[
-                            filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=self.observer.carrier(a))
-                            for a in attempts
-                        ],
-                        min_resource_version=self.written.view_version,
-                    )
-                )
-                # starts_async_preemption: read before the binder evicts the victims.
-                preempting = decided.waiting_on_preemption and sends_evictions(
-                    self.pods_by_uid(uid) for uid in decided.victim_uids
-                )
-                for attempt, outcome in zip(attempts, decided.pods, strict=True):
-                    if outcome.node_name:
-                        attempt.bind_started()
-                    else:
-                        attempt.failure_sent()
-                written = await self.binder.record_pod_group_result(
-                    binder_pb2.RecordPodGroupResultRequest(
-                        namespace=group.namespace,
-                        name=group.name,
-                        code=decided.code,
-                        message=decided.message,
-                        waiting_on_preemption=decided.waiting_on_preemption,
-                        pods=decided.pods,
-                        victim_uids=decided.victim_uids,
-                    )
-                )
-                self.written.saw(written.resource_version, written.event_sequence)
-                await self.written.caught_up()
-            self.observer.pod_group_finished(
-                attempts[0].pod.spec.scheduler_name, pod_group_result_label(decided, written), attempts[0].began
+        return attempts
+
+    async def _finish_pod_groups(self, sent: list[_SentPodGroup]) -> None:
+        """The groups' writes answered, then read back by this queue's replica, then each pod's
+        outcome: bound, or back to the queue. A write that failed raises once the others are handled
+        (`_schedule_or_back_off` retries its pods after backoff)."""
+        answers = await asyncio.gather(*(group.written for group in sent), return_exceptions=True)
+        for answer in answers:
+            if isinstance(answer, binder_pb2.RecordPodGroupResultResponse):
+                self.written.saw(answer.resource_version, answer.event_sequence)
+        await self.written.caught_up()
+        failed: BaseException | None = None
+        for group, answer in zip(sent, answers, strict=True):
+            if isinstance(answer, BaseException):
+                failed = failed or answer
+            else:
+                self._pod_group_written(group, answer)
+        if failed is not None:
+            raise failed
+
+    def _pod_group_written(self, sent: _SentPodGroup, written: binder_pb2.RecordPodGroupResultResponse) -> None:
+        """One group's pods after its writes are in the log: bound, or back to the queue."""
+        attempts, decided = sent.attempts, sent.decided
+        self.observer.pod_group_finished(
+            attempts[0].pod.spec.scheduler_name, pod_group_result_label(decided, written), attempts[0].began
+        )
+        bound = set(written.bound_pod_uids)
+        members = [
+            PodGroupMember(
+                attempt.info,
+                attempt.pod.uid in bound,
+                written.bind_error or outcome.message,
+                frozenset(outcome.rejector_plugins),
+                outcome.error or bool(written.bind_error),
             )
-            bound = set(written.bound_pod_uids)
-            members = [
-                PodGroupMember(
-                    attempt.info,
-                    attempt.pod.uid in bound,
-                    written.bind_error or outcome.message,
-                    frozenset(outcome.rejector_plugins),
-                    outcome.error or bool(written.bind_error),
-                )
-                for attempt, outcome in zip(attempts, decided.pods, strict=True)
-            ]
-            self.driver.add_attempted_pod_group_if_needed(
-                group.namespace, group.name, Code(decided.code), members, preempting=preempting
-            )
-            for attempt, outcome, member in zip(attempts, decided.pods, members, strict=True):
-                self.observer.bind_answered(attempt, outcome.node_name, member.bound)
-                self._finish(attempt, SCHEDULED if member.bound else ERROR if member.error else UNSCHEDULABLE)
-        finally:
-            for attempt in attempts:
-                if attempt.state is not AttemptState.FINISHED:  # an exception cut its cycle short
-                    self._finish(attempt, ERROR)
+            for attempt, outcome in zip(attempts, decided.pods, strict=True)
+        ]
+        self.driver.add_attempted_pod_group_if_needed(
+            sent.group.namespace, sent.group.name, Code(decided.code), members, preempting=sent.preempting
+        )
+        for attempt, outcome, member in zip(attempts, decided.pods, members, strict=True):
+            self.observer.bind_answered(attempt, outcome.node_name, member.bound)
+            self._finish(attempt, SCHEDULED if member.bound else ERROR if member.error else UNSCHEDULABLE)
 
     # --- a batch's cycles ----------------------------------------------------------------------------
 

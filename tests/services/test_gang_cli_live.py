@@ -110,7 +110,7 @@ def test_a_gang_waiting_for_its_pods_is_explained_then_binds_whole(
     group_tag = {"podsched.pod_group.name": "default/trainers"}
     for service, operation in (
         ("podsched-queue", "scheduling attempt"),
-        ("podsched-preemption", "/podsched.preemption.v1.Preemption/SchedulePodGroup"),
+        ("podsched-preemption", "schedule pod group"),
         ("podsched-binder", "record pod group result"),
     ):
         traces = jaeger_api.wait_for_traces(jaeger.query_url, service, group_tag, minimum=1, timeout=30)

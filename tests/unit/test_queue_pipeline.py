@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from builders import HIGH_PRIORITY, LOW_PRIORITY, MID_PRIORITY, make_pod
-from podsched.api.types import Pod
+from podsched.api.types import SCHEDULING_POLICY_GANG, ObjectMeta, Pod, PodGroup
 from podsched.config.scheduler_config import SchedulerConfig
+from podsched.framework.status import Code
 from podsched.queue import scheduling_queue as sq
 from podsched.scheduler.driver import SchedulingFailure
 from podsched_proto.binder.v1 import binder_pb2
@@ -86,6 +87,36 @@ class FakePreemption:
     def __init__(self, node: str = "n2", victim: Pod | None = None, stale: bool = False) -> None:
         self.node, self.victim, self.stale = node, victim, stale
         self.requests: list[preemption_pb2.PostFilterRunRequest] = []
+        self.group_nodes: dict[str, str] = {}  # PodGroup name -> the node its pods go to; absent: rejected
+        self.group_requests: list[preemption_pb2.SchedulePodGroupsRequest] = []
+
+    async def schedule_pod_groups(
+        self, request: preemption_pb2.SchedulePodGroupsRequest
+    ) -> preemption_pb2.SchedulePodGroupsResponse:
+        """Places every pod of a group on its node, or rejects the group (no preemption); like the
+        preemption service, decides the groups up to the first one rejected."""
+        self.group_requests.append(request)
+        decided = []
+        for group in request.groups:
+            node = self.group_nodes.get(group.name, "")
+            pods = [
+                binder_pb2.PodGroupPodOutcome(
+                    pod_uid=ref.uid,
+                    node_name=node,
+                    message="" if node else FIT_NOWHERE,
+                    rejector_plugins=[] if node else ["NodeResourcesFit"],
+                )
+                for ref in group.pods
+            ]
+            code = Code.SUCCESS if node else Code.UNSCHEDULABLE
+            decided.append(
+                preemption_pb2.SchedulePodGroupResponse(
+                    code=int(code), message="" if node else FIT_NOWHERE, pods=pods, resource_version=12
+                )
+            )
+            if not node:
+                break
+        return preemption_pb2.SchedulePodGroupsResponse(decided=decided, resource_version=12)
 
     async def post_filter_run(
         self, request: preemption_pb2.PostFilterRunRequest
@@ -118,6 +149,7 @@ class FakeBinder:
     gate: asyncio.Event | None = None
     binds: list[binder_pb2.BindRequest] = field(default_factory=list)
     failures: list[binder_pb2.RecordFailureRequest] = field(default_factory=list)
+    group_results: list[binder_pb2.RecordPodGroupResultRequest] = field(default_factory=list)
     version: int = 100
 
     async def bind(self, request: binder_pb2.BindRequest) -> binder_pb2.BindResponse:
@@ -136,6 +168,16 @@ class FakeBinder:
         self.failures.append(request)
         self.version += 1
         return binder_pb2.RecordFailureResponse(resource_version=self.version, event_sequence=self.version)
+
+    async def record_pod_group_result(
+        self, request: binder_pb2.RecordPodGroupResultRequest
+    ) -> binder_pb2.RecordPodGroupResultResponse:
+        self.group_results.append(request)
+        self.version += 1
+        bound = [p.pod_uid for p in request.pods if p.node_name] if request.code == int(Code.SUCCESS) else []
+        return binder_pb2.RecordPodGroupResultResponse(
+            bound_pod_uids=bound, resource_version=self.version, event_sequence=self.version
+        )
 
 
 class FakeWrittenLog:
@@ -172,9 +214,12 @@ class Harness:
         batch_size: int = 128,
         preemption: FakePreemption | None = None,
         binder: FakeBinder | None = None,
+        pod_groups: dict[str, PodGroup] | None = None,
     ) -> None:
         self.clock = FakeClock()
-        self.queue = sq.SchedulingQueue(self.clock.time, INITIAL_BACKOFF, 10.0)
+        # GenericWorkload when there are pod groups: PreEnqueue admits every pod (its gang is complete).
+        admit = (lambda pod: None) if pod_groups is not None else None
+        self.queue = sq.SchedulingQueue(self.clock.time, INITIAL_BACKOFF, 10.0, pre_enqueue=admit)
         self.pods = {pod.uid: pod for pod in pods}
         self.filter = FakeFilter(nodes)
         self.filter.names = {pod.uid: pod.name for pod in pods}
@@ -193,6 +238,9 @@ class Harness:
             written=self.written,
             clock=self.clock,
             observer=self.telemetry,
+            pod_group_of=(
+                (lambda pod: pod_groups.get(pod.spec.pod_group_name or "")) if pod_groups is not None else None
+            ),
         )
         for pod in pods:
             self.queue.add(pod)
@@ -232,6 +280,64 @@ def test_a_batch_where_every_pod_fits_binds_them_all_in_one_bind() -> None:
         assert h.telemetry.results == [("a", SCHEDULED), ("b", SCHEDULED), ("c", SCHEDULED)]
         assert h.binder.failures == [] and h.preemption.requests == []
         assert h.written.seen == [101]  # the Bind's version: later requests read at least that
+
+    run(scenario)
+
+
+def gang(name: str, size: int) -> PodGroup:
+    return PodGroup(ObjectMeta(name=name, namespace="default"), SCHEDULING_POLICY_GANG, size)
+
+
+def member(name: str, group: str, priority: int) -> Pod:
+    return make_pod(name).priority(priority).req(cpu="1").group(group).obj()
+
+
+def test_groups_popped_in_a_row_are_cycled_in_one_request_and_written_at_once() -> None:
+    async def scenario() -> None:
+        groups = {name: gang(name, 2) for name in ("g1", "g2", "g3")}
+        pods = [member(f"{g}-{i}", g, HIGH_PRIORITY - k) for k, g in enumerate(groups) for i in range(2)]
+        h = Harness([*pods, pod("loose", LOW_PRIORITY)], {"loose": "n1"}, pod_groups=groups)
+        h.preemption.group_nodes = {"g1": "n1", "g2": "n2", "g3": "n3"}
+        await h.scheduler.run_once()  # the three groups, not the pod outside any group
+        (request,) = h.preemption.group_requests
+        assert [(g.name, [p.uid for p in g.pods]) for g in request.groups] == [
+            (g, [h.uid(f"{g}-0"), h.uid(f"{g}-1")]) for g in groups
+        ]
+        assert request.min_resource_version == 5
+        assert [r.name for r in h.binder.group_results] == ["g1", "g2", "g3"]  # one write per group
+        assert sorted(h.written.seen) == [101, 102, 103]
+        assert [name for name, result in h.telemetry.results if result == SCHEDULED] == [p.name for p in pods]
+        assert h.filter.requests == []
+        await h.scheduler.run_once()  # then the pod outside any group
+        assert [p.uid for p in h.filter.requests[0].pods] == [h.uid("loose")]
+
+    run(scenario)
+
+
+def test_a_rejected_group_ends_the_batch_and_the_groups_after_it_go_back_untried() -> None:
+    async def scenario() -> None:
+        groups = {name: gang(name, 2) for name in ("g1", "g2", "g3")}
+        pods = [member(f"{g}-{i}", g, HIGH_PRIORITY - k) for k, g in enumerate(groups) for i in range(2)]
+        h = Harness(pods, {}, pod_groups=groups)
+        h.preemption.group_nodes = {"g1": "n1", "g3": "n3"}  # g2 fits nowhere
+        await h.scheduler.run_once()
+        assert [r.name for r in h.binder.group_results] == ["g1", "g2"]  # the rejection is written too
+        assert h.telemetry.results == [
+            ("g3-0", REQUEUED),
+            ("g3-1", REQUEUED),
+            ("g1-0", SCHEDULED),
+            ("g1-1", SCHEDULED),
+            ("g2-0", UNSCHEDULABLE),
+            ("g2-1", UNSCHEDULABLE),
+        ]
+        for name in ("g3-0", "g3-1"):  # as if never popped: still in activeQ, no attempt counted
+            info = h.queue.info(h.uid(name))
+            assert info is not None and info.attempts == 0
+            assert h.queue.location(h.uid(name)) == sq.ACTIVE
+        await h.scheduler.run_once()  # g3 first in the next batch, on a view with the writes before it
+        request = h.preemption.group_requests[-1]
+        assert [g.name for g in request.groups] == ["g3"] and request.min_resource_version == 102
+        assert [name for name, result in h.telemetry.results[6:]] == ["g3-0", "g3-1"]
 
     run(scenario)
 
