@@ -292,15 +292,20 @@ class RejectingPreemption:
     ) -> preemption_pb2.PostFilterRunResponse:
         raise AssertionError("no single pod is scheduled here")
 
-    async def schedule_pod_group(
-        self, request: preemption_pb2.SchedulePodGroupRequest
-    ) -> preemption_pb2.SchedulePodGroupResponse:
-        self.cycles.append([pod.uid for pod in request.pods])
+    async def schedule_pod_groups(
+        self, request: preemption_pb2.SchedulePodGroupsRequest
+    ) -> preemption_pb2.SchedulePodGroupsResponse:
+        """The first group is rejected, and the batch ends there (as the service's does)."""
+        group = request.groups[0]
+        self.cycles.append([pod.uid for pod in group.pods])
         outcomes = [
             binder_pb2.PodGroupPodOutcome(pod_uid=pod.uid, message=REJECTED, rejector_plugins=[names.GANG_SCHEDULING])
-            for pod in request.pods
+            for pod in group.pods
         ]
-        return preemption_pb2.SchedulePodGroupResponse(code=int(Code.UNSCHEDULABLE), message=REJECTED, pods=outcomes)
+        rejected = preemption_pb2.SchedulePodGroupResponse(
+            code=int(Code.UNSCHEDULABLE), message=REJECTED, pods=outcomes
+        )
+        return preemption_pb2.SchedulePodGroupsResponse(decided=[rejected])
 
 
 @dataclass
