@@ -50,6 +50,7 @@ $(PROTO_OUT)/.generated: $(PROTO_FILES) | $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check $(wildcard libs services tests benchmarks)
+	$(VENV)/bin/ruff format --check $(wildcard libs services tests benchmarks)
 	$(VENV)/bin/mypy
 
 kafka-install: $(STAMP)

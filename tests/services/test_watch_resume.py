@@ -251,7 +251,9 @@ def test_the_cli_relists_when_compaction_removed_its_resume_point(
         api.wait(lambda: len(api.pods()) == 3 and all(node_of(p) for p in api.pods().values()), 60, "binds")
         last_shown = max(c.resource_version for c in read(kafka, prefix).changes if c.object.kind == "Pod")
         pods.wait_for(
-            lambda lines: any(json.loads(line)["object"]["metadata"]["resourceVersion"] == str(last_shown) for line in lines),  # noqa: E501
+            lambda lines: any(
+                json.loads(line)["object"]["metadata"]["resourceVersion"] == str(last_shown) for line in lines
+            ),  # noqa: E501
             "the pods as they are",
         )
         shown_before = len(pods.lines)
@@ -277,8 +279,10 @@ def test_the_cli_relists_when_compaction_removed_its_resume_point(
         wait_for_log(kafka, prefix, too_old, f"compaction past resource version {last_shown}")
         stack.start_one("queue")
         pods.wait_for(
-            lambda lines: {"new-0", "new-1", "keep-0"}
-            <= {json.loads(line)["object"]["metadata"]["name"] for line in lines[shown_before:]},
+            lambda lines: (
+                {"new-0", "new-1", "keep-0"}
+                <= {json.loads(line)["object"]["metadata"]["name"] for line in lines[shown_before:]}
+            ),
             "the relisted changes",
         )
         time.sleep(1)  # anything more it would print, it prints now

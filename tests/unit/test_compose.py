@@ -326,9 +326,9 @@ def test_prometheus_scrapes_every_service_and_grafana_shows_the_dashboard(servic
         for dns in job.get("dns_sd_configs", []):
             scraped[job["job_name"]] = (dns["names"][0], dns["port"])
     modules = app_services(services)
-    assert scraped == {
-        name: (name, split_address(compose_env(services[name])[METRICS])[1]) for name in modules
-    }, "every service's metrics port, by its compose name"
+    assert scraped == {name: (name, split_address(compose_env(services[name])[METRICS])[1]) for name in modules}, (
+        "every service's metrics port, by its compose name"
+    )
     mounts = " ".join(services["grafana"]["volumes"])
     assert "./deploy/grafana/provisioning:" in mounts and "./deploy/grafana/podsched.json:" in mounts
     datasource = yaml.safe_load(
@@ -455,8 +455,11 @@ def test_kubernetes_dashboard_reads_the_public_api_and_is_ready_when_synced(mani
     assert queue["spec"]["selector"]["app.kubernetes.io/component"] == "queue" and port == PORTS["podsched_queue"]
     assert split_address(env["PODSCHED_LISTEN_ADDRESS"]) == ("0.0.0.0", 8080)
     assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
-    (service,) = [s for s in of_kind(manifests, "Service").values() if s["spec"]["selector"].get(
-        "app.kubernetes.io/component") == "dashboard"]
+    (service,) = [
+        s
+        for s in of_kind(manifests, "Service").values()
+        if s["spec"]["selector"].get("app.kubernetes.io/component") == "dashboard"
+    ]
     assert service["spec"]["ports"][0]["targetPort"] == "http"
 
 

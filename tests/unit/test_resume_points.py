@@ -140,4 +140,3 @@ def test_a_relist_shows_only_what_changed_and_what_went_while_away() -> None:
     assert seen.end_relist() == [{"name": "b"}]
     assert seen.is_new("a", 8, {"name": "a2"}, deleted=True)
     assert not seen.is_new("a", 7, {"name": "a"}, deleted=False)  # older than its deletion
-
