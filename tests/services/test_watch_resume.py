@@ -253,7 +253,7 @@ def test_the_cli_relists_when_compaction_removed_its_resume_point(
         pods.wait_for(
             lambda lines: any(
                 json.loads(line)["object"]["metadata"]["resourceVersion"] == str(last_shown) for line in lines
-            ),  # noqa: E501
+            ),
             "the pods as they are",
         )
         shown_before = len(pods.lines)
