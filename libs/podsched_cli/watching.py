@@ -3,7 +3,8 @@
 A Watch item says how far the client has read: a change its resource version, the bookmark after the
 current state the version that state is complete at, an event its sequence. When the stream breaks (the
 server restarts, the network drops) the watch is opened again from there, and the server replays what
-happened in between from its log. If the log no longer holds that point (compaction, retention), the
+happened in between from its log; so too when the server closes a watch whose client reads too slowly
+(ABORTED). If the log no longer holds that point (compaction, retention), the
 server says OUT_OF_RANGE "too old ..." and the watch starts over: objects are listed again (the current
 state, then a bookmark), events read again from the oldest one recorded. What the caller has already
 been given is filtered out here, so it sees nothing twice (`ObjectsSeen`, `EventDeduplicator`)."""
@@ -20,8 +21,12 @@ import grpc
 
 from podsched_proto.api.v1 import api_pb2
 
-# Codes after which the same watch is opened again: the server is going away or unreachable for a while.
-RESUMABLE = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.INTERNAL})
+# Codes after which the same watch is opened again: the server is going away or unreachable for a while,
+# or it closed this watch because the client fell behind (ABORTED, "Forcing watcher close due to
+# unresponsiveness": the server buffers a bounded number of items per watch).
+RESUMABLE = frozenset(
+    {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.INTERNAL, grpc.StatusCode.ABORTED}
+)
 RETRY_FIRST_SECONDS = 0.2
 RETRY_MAX_SECONDS = 2.0
 

@@ -5,6 +5,7 @@ preemption services. Every call is authenticated and authorized (access.py) and 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -43,9 +44,12 @@ from podsched_service.scheduling import DRY_RUN_UID
 
 from .access import ApiCall, Target, events_target
 from .peers import RPC_TIMEOUT
+from .watch import UNRESPONSIVE_CODE
 
 if TYPE_CHECKING:
     from .service import QueueService
+
+log = logging.getLogger(__name__)
 
 ALL_KINDS = frozenset(resource.kind for resource in RESOURCE_TYPES)
 API_PATH = "/" + api_pb2.DESCRIPTOR.services_by_name["PodSched"].full_name + "/"  # + method: the gRPC path
@@ -432,8 +436,11 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
                     if wanted(event.involved_object, event=True):
                         yield api_pb2.WatchEvent(event=event)
             while True:
-                item = await watcher.get()
+                item = await watcher.next()
                 if item is None:
+                    if watcher.unresponsive:
+                        log.info("closing %s's Watch: it fell %d items behind", user.username, watcher.capacity)
+                        await context.abort(UNRESPONSIVE_CODE, watcher.unresponsive_message())
                     return
                 if item.HasField("change"):
                     change = item.change
