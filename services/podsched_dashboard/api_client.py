@@ -140,25 +140,22 @@ class ApiClient:
         start after a reset, the API then sends the current state), the recorded events listed once
         per (re)start so the timeline has the past preemptions. A version the log no longer holds
         (OUT_OF_RANGE, "too old resource version") resets the mirror and relists, as a Kubernetes
-        informer does; any other failure is reported to `failed` (kubectl's line: the page shows it)
-        and retried after a pause, on the next replica if this one does not answer. The bookmark
-        after the current state marks the mirror synced: it holds the whole cluster from then on."""
+        informer does; a watch the API closed because the dashboard fell behind (ABORTED) is opened
+        again from where it was; any other failure is reported to `failed` (kubectl's line: the page
+        shows it) and retried after a pause, on the next replica if this one does not answer. The
+        bookmark after the current state marks the mirror synced: it holds the whole cluster from then on."""
         while True:
             since = mirror.resource_version
             call = self._stub.Watch(
                 api_pb2.WatchRequest(include_events=True, since_resource_version=since), metadata=self._metadata
             )
+            if since == 0:
+                mirror.reset()
+            # Listed after the Watch has started, so nothing recorded in between is missed (the mirror
+            # takes an event twice without harm), and beside it: a restarted queue answers ListEvents
+            # only once it has loaded the events, and the objects must not wait for that.
+            listing = asyncio.create_task(self._list_past_preemptions(mirror, changed))
             try:
-                if since == 0:
-                    mirror.reset()
-                # Listed after the Watch has started, so nothing recorded in between is missed; the
-                # mirror takes an event twice without harm.
-                listed = await self._stub.ListEvents(
-                    api_pb2.ListEventsRequest(all_namespaces=True), timeout=self.timeout, metadata=self._metadata
-                )
-                for event in listed.events:
-                    if event.reason == "Preempted":
-                        mirror.apply_event(event_to_dict(event))
                 changed()
                 async for item in call:
                     which = item.WhichOneof("item")
@@ -182,11 +179,35 @@ class ApiClient:
                     log.info("watch from %d is too old; relisting", since)
                     mirror.resource_version = 0
                     continue
+                if error.code() == grpc.StatusCode.ABORTED:
+                    log.info("watch on %s closed (%s); resuming from %d", self.address, error.details(), since)
+                    continue
                 log.warning("watch on %s failed (%s); retrying: %s", self.address, error.code().name, error.details())
                 failed(str(self.failure(error)))
                 if error.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                     await self.fail_over()
             finally:
                 call.cancel()
+                listing.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await listing
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.sleep(RETRY_SECONDS)
+
+    async def _list_past_preemptions(self, mirror: ClusterMirror, changed: Callable[[], None]) -> None:
+        """The recorded Preempted events into the mirror's timeline, retried until the API answers (the
+        Watch goes on meanwhile; it reports failures itself)."""
+        while True:
+            try:
+                listed = await self._stub.ListEvents(
+                    api_pb2.ListEventsRequest(all_namespaces=True), timeout=self.timeout, metadata=self._metadata
+                )
+            except grpc.aio.AioRpcError as error:
+                log.warning(
+                    "listing events on %s failed (%s); retrying: %s", self.address, error.code().name, error.details()
+                )
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            mirror.apply_listed_events([event_to_dict(e) for e in listed.events if e.reason == "Preempted"])
+            changed()
+            return

@@ -244,13 +244,32 @@ class ClusterMirror:
         """One Kubernetes Event (the CLI's dict shape). Preempted events make the timeline; the same
         event seen twice (listed, then watched) changes nothing."""
         self._bump(OBJECTS)
+        if self._record_preemption(event):
+            self._trim_timeline()
+            self._bump(PREEMPTIONS, NODES)
+
+    def apply_listed_events(self, events: list[dict[str, Any]]) -> None:
+        """The events listed when the Watch (re)started. The listing may answer after the Watch has
+        already given newer preemptions, so the timeline is put back in time order (then the oldest
+        beyond its length are dropped) instead of the listed ones counting as the newest."""
+        self._bump(OBJECTS)
+        recorded = [self._record_preemption(event) for event in events]
+        if any(recorded):
+            ordered = sorted(self.preemptions.items(), key=lambda entry: entry[1].time)  # stable: ties keep their order
+            self.preemptions = OrderedDict(ordered)
+            self._trim_timeline()
+            self._bump(PREEMPTIONS, NODES)
+
+    def _record_preemption(self, event: dict[str, Any]) -> bool:
+        """Add a Preempted event's victim to its preemption (made if new, as the newest); False if the
+        event names no preemption."""
         if event.get("reason") != "Preempted":
-            return
+            return False
         victim = _ref(event.get("involvedObject"))
         preemptor = _ref(event.get("related"))
         found = _PREEMPTED_ON_NODE.search(str(event.get("message") or ""))
         if victim is None or preemptor is None or found is None:
-            return
+            return False
         node = found.group(1)
         key = (preemptor.uid, node)
         preemption = self.preemptions.get(key)
@@ -259,18 +278,20 @@ class ClusterMirror:
             preemption = Preemption(preemptor, node, when)
             self.preemptions[key] = preemption
             self.preemption_parts.setdefault(preemptor.uid, set()).add(key)
-            while len(self.preemptions) > self.timeline_length:
-                (old_uid, old_node), old = self.preemptions.popitem(last=False)
-                for part in (old.preemptor, *old.victims):
-                    keys = self.preemption_parts.get(part.uid)
-                    if keys is not None:
-                        keys.discard((old_uid, old_node))
-                        if not keys:
-                            del self.preemption_parts[part.uid]
         if all(v.uid != victim.uid for v in preemption.victims):
             preemption.victims.append(victim)
             self.preemption_parts.setdefault(victim.uid, set()).add(key)
-        self._bump(PREEMPTIONS, NODES)
+        return True
+
+    def _trim_timeline(self) -> None:
+        while len(self.preemptions) > self.timeline_length:
+            (old_uid, old_node), old = self.preemptions.popitem(last=False)
+            for part in (old.preemptor, *old.victims):
+                keys = self.preemption_parts.get(part.uid)
+                if keys is not None:
+                    keys.discard((old_uid, old_node))
+                    if not keys:
+                        del self.preemption_parts[part.uid]
 
     # --- reads ------------------------------------------------------------------------------------
 

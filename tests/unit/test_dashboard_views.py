@@ -1,16 +1,25 @@
 """The dashboard's view models: from API objects (as the Watch delivers them) to what the page draws.
-No server and no browser: the mirror is fed changes and events by hand, the views read it with `now`
-given. The browser tests (tests/services/test_dashboard.py) check the same things on a live stack."""
+No browser: the mirror is fed changes and events by hand, the views read it with `now` given; the
+follower's tests run it against a stand-in of the queue's API on a real gRPC server. The browser tests
+(tests/services/test_dashboard.py) check the same things on a live stack."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 from typing import Any
 
+import grpc
 import pytest
 
 from podsched.api.timestamps import format_timestamp
+from podsched_cli.kubeconfig import Connection
 from podsched_dashboard import traces, views
+from podsched_dashboard.api_client import ApiClient
 from podsched_dashboard.mirror import ADDED, DELETED, MODIFIED, NODES, PREEMPTIONS, QUEUE, ClusterMirror
+from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
+from podsched_proto.events.v1 import events_pb2
 
 T0 = 1_800_000_000.0  # a fixed "now" for every case
 HIGH, MID, LOW = 1_000_000, 1000, 100
@@ -453,7 +462,6 @@ def test_the_trace_link_chooses_the_trace_with_the_nominating_attempt_not_the_dr
 
 
 def test_at_5000_nodes_and_30000_pods_the_browser_gets_one_page_not_the_cluster() -> None:
-    import json
     import time
 
     cluster = Cluster().classes()
@@ -486,3 +494,86 @@ def test_at_5000_nodes_and_30000_pods_the_browser_gets_one_page_not_the_cluster(
     assert views.cluster_totals(cluster.mirror)["pending"] == 5000
     assert len(views.nodes_page(cluster.mirror, page_size=50)["nodes"]) == 50
     assert views.queue_page(cluster.mirror, T0, page_size=50)["pages"] == 100
+
+
+# --- following the API ------------------------------------------------------------------------------
+
+
+def test_preemptions_listed_after_newer_watched_ones_keep_the_timeline_in_time_order() -> None:
+    mirror = ClusterMirror(timeline_length=3)
+    mirror.apply_event(preempted("batch-9", "web-9", "node-a", when=T0 - 1))  # the Watch's, newest
+    mirror.apply_listed_events(
+        [preempted(f"batch-{i}", f"web-{i}", "node-a", when=T0 - 10 + i) for i in range(4)]
+        + [preempted("batch-9", "web-9", "node-a", when=T0 - 1)]  # listed as well: still one entry
+    )
+    assert [p.preemptor.name for p in mirror.preemptions.values()] == ["web-2", "web-3", "web-9"]
+    assert set(mirror.preemption_parts) == {
+        f"uid-{n}" for n in ("web-2", "batch-2", "web-3", "batch-3", "web-9", "batch-9")
+    }
+
+
+class _QueueLoadingEvents(api_pb2_grpc.PodSchedServicer):
+    """The public API of a queue that has replayed its objects but is still loading its events: Watch
+    sends the current state and its bookmark, ListEvents answers only once `events_loaded` is set."""
+
+    def __init__(self) -> None:
+        self.events_loaded = asyncio.Event()
+        self.listing_started = asyncio.Event()
+
+    async def Watch(self, request: api_pb2.WatchRequest, context: Any) -> Any:
+        state = node("node-a")
+        yield api_pb2.WatchEvent(
+            change=events_pb2.ObjectChange(
+                type=events_pb2.ObjectChange.ADDED,
+                object=events_pb2.ObjectReference(kind="Node", name="node-a", uid="node-a"),
+                object_json=json.dumps(state).encode(),
+                resource_version=7,
+            )
+        )
+        yield api_pb2.WatchEvent(bookmark_resource_version=7)
+        await asyncio.Event().wait()  # nothing changes afterwards
+
+    async def ListEvents(self, request: api_pb2.ListEventsRequest, context: Any) -> api_pb2.ListEventsResponse:
+        self.listing_started.set()
+        await self.events_loaded.wait()
+        event = events_pb2.Event(
+            type="Normal",
+            reason="Preempted",
+            message="Preempted by pod uid-web on node node-a",
+            involved_object=events_pb2.ObjectReference(kind="Pod", namespace="default", name="batch", uid="uid-batch"),
+            related=events_pb2.ObjectReference(kind="Pod", namespace="default", name="web", uid="uid-web"),
+            count=1,
+        )
+        event.event_time.FromSeconds(int(T0))
+        return api_pb2.ListEventsResponse(events=[event])
+
+
+def test_the_objects_are_followed_while_the_events_are_still_loading() -> None:
+    async def run() -> None:
+        server = grpc.aio.server()
+        queue = _QueueLoadingEvents()
+        api_pb2_grpc.add_PodSchedServicer_to_server(queue, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        client = ApiClient(Connection(address=f"127.0.0.1:{port}"), timeout=30.0)
+        mirror = ClusterMirror()
+        following = asyncio.create_task(client.follow(mirror, lambda: None))
+        try:
+            async with asyncio.timeout(20):
+                await queue.listing_started.wait()
+                while not mirror.synced:
+                    await asyncio.sleep(0.01)
+            assert set(mirror.nodes) == {"node-a"} and not mirror.preemptions  # synced before any events
+            queue.events_loaded.set()
+            async with asyncio.timeout(20):
+                while not mirror.preemptions:
+                    await asyncio.sleep(0.01)
+            assert [p.preemptor.name for p in mirror.preemptions.values()] == ["web"]
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+            await client.close()
+            await server.stop(None)
+
+    asyncio.run(run())
