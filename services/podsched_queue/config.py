@@ -53,3 +53,6 @@ class QueueConfig(CommonConfig):
     # How long the events topic keeps events (the binder's PODSCHED_EVENTS_RETENTION_MS, which sets
     # the topic): the queue's copy forgets older events as the topic does, and serves the same window.
     events_retention_ms: int = 3_600_000
+    # Items one Watch may have waiting to be sent; a Watch further behind is closed (ABORTED) and its
+    # client resumes from the last resource version it read (podsched_queue.watch.WATCH_BUFFER_SIZE).
+    watch_buffer_size: int = 10_000

@@ -89,7 +89,7 @@ class QueueService:
         self.preemption = preemption_pb2_grpc.PreemptionStub(self.channels[1])
         self.binder = binder_pb2_grpc.BinderStub(self.channels[2])
         self.writes = BinderWrites(self.binder, RPC_TIMEOUT)
-        self.watch = WatchFanOut(self.clock)
+        self.watch = WatchFanOut(self.clock, config.watch_buffer_size)
         self.cluster.listeners.append(self.watch.on_change)
         # Events the replica loads at start are history: a Watch reads those from the log.
         self.replica.event_listeners.append(self.watch.on_event)

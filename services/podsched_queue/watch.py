@@ -13,6 +13,7 @@ import asyncio
 from collections import deque
 
 import grpc
+from prometheus_client import Counter
 
 from podsched.api.types import ApiObject
 from podsched.cluster import events as ev
@@ -31,8 +32,14 @@ WATCH_WRITER = ""  # Watch items are rebuilt from the replica, which does not ke
 # (up to 8 MiB a partition), and podsched's peak (about 1,000 pods/s, each created, bound and given a
 # Scheduled event) is some 3,000 items a second. 10,000 items keep a reader that keeps up open through
 # a burst or a pause of the event loop of a few seconds; a stalled one pins at most that many items
-# (shared with the other watchers), some 10 MB of pods.
+# (shared with the other watchers), some 10 MB of pods. The queue's PODSCHED_WATCH_BUFFER_SIZE sets it.
 WATCH_BUFFER_SIZE = 10_000
+
+# Upstream's apiserver_terminated_watchers_total.
+TERMINATED_WATCHERS = Counter(
+    "podsched_terminated_watchers_total",
+    "Watches closed because their client did not keep up (their buffer of WATCH_BUFFER_SIZE items was full).",
+)
 
 # How the Watch call of a watcher that was closed for falling behind ends: ABORTED is gRPC's "retry at
 # a higher level" (never produced by the transport itself), which the CLI and the dashboard take as
@@ -86,9 +93,7 @@ class Watcher:
                 return None
             self._waiting.clear()
             await self._waiting.wait()
-        if self.unresponsive:
-            return None
-        return self._items.popleft()
+        return self._items.popleft()  # an unresponsive watcher has none: they were dropped
 
     def __len__(self) -> int:
         return len(self._items)
@@ -96,6 +101,8 @@ class Watcher:
 
 class WatchFanOut:
     def __init__(self, clock: Clock, buffer_size: int = WATCH_BUFFER_SIZE) -> None:
+        if buffer_size < 1:
+            raise ValueError(f"watch_buffer_size: Invalid value: {buffer_size}: must be 1 or more")
         self.clock = clock
         self.buffer_size = buffer_size
         self.watchers: list[Watcher] = []
@@ -130,7 +137,9 @@ class WatchFanOut:
         refused = [watcher for watcher in self.watchers if not watcher.offer(item)]
         for watcher in refused:
             self.watchers.remove(watcher)
-            self.closed_unresponsive += watcher.unresponsive
+            if watcher.unresponsive:
+                self.closed_unresponsive += 1
+                TERMINATED_WATCHERS.inc()
 
     def close(self) -> None:
         for watcher in self.watchers:

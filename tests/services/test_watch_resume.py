@@ -447,3 +447,68 @@ def test_the_queue_serves_before_its_events_are_loaded_and_watches_opened_meanwh
         big_messages.close()
         api.close()
         stack.stop()
+
+
+# A queue whose Watches may fall only this many items behind, so that a burst of 100 pods overflows them.
+SMALL_WATCH_BUFFER = 20
+
+
+@pytest.fixture
+def small_buffer_stack(kafka: KafkaBroker, tmp_path: Path) -> Iterator[ServiceStack]:
+    prefix = f"t{uuid.uuid4().hex[:10]}."
+    settings = StackSettings.on_free_ports(
+        kafka.bootstrap_servers,
+        tmp_path / "services",
+        topic_prefix=prefix,
+        service_env={"queue": {"PODSCHED_WATCH_BUFFER_SIZE": str(SMALL_WATCH_BUFFER)}},
+    )
+    yield from running(settings)
+
+
+def test_a_stalled_watch_is_closed_and_the_cli_resumes_with_nothing_lost_or_repeated(
+    kafka: KafkaBroker, small_buffer_stack: ServiceStack
+) -> None:
+    stack = small_buffer_stack
+    api = Api(stack.server)
+    # Without BDP probing the client's HTTP/2 window stays at 64 KiB: a client that stops reading stops
+    # the server's sending after some 100 items (with it gRPC's windows grow to megabytes first).
+    channel = grpc.insecure_channel(stack.server, options=[("grpc.http2.bdp_probe", 0)])
+    try:
+        apply(api, node("node-a"), pod("first"))
+        api.wait(lambda: "first" in api.pods() and node_of(api.pods()["first"]), 60, "the first pod bound")
+        pods = CliWatch(stack.server, "get", "pods", "--watch", "-o", "json")
+        stalled = api_pb2_grpc.PodSchedStub(channel).Watch(api_pb2.WatchRequest(kinds=["Pod"]), timeout=120)
+        try:
+            pods.wait_for(lambda lines: len(lines) >= 1, "the current pods")
+            _, bookmark = take(stalled, 2)  # the state and its bookmark; then this client reads no more
+            assert bookmark.bookmark_resource_version > 0
+            # One ApplyBatch is one binder transaction, which the replica hands the watchers at once:
+            # more than SMALL_WATCH_BUFFER changes, so the CLI's watch is closed too, then resumes.
+            apply(api, *(pod(f"burst-{i}") for i in range(100)))
+            api.wait(lambda: len(api.pods()) == 101 and all(node_of(p) for p in api.pods().values()), 120, "binds")
+            pod_changes = [c for c in read(kafka, stack.settings.topic_prefix).changes if c.object.kind == "Pod"]
+            last = pod_changes[-1].resource_version
+            pods.wait_for(
+                lambda lines: any(json.loads(line)["metadata"]["resourceVersion"] == str(last) for line in lines),
+                f"the last pod change (resource version {last})",
+            )
+            # The stalled client reads again: what the server had sent before it gave up, then the end.
+            with pytest.raises(grpc.RpcError) as ended:
+                for _ in stalled:
+                    pass
+            assert ended.value.code() == grpc.StatusCode.ABORTED
+            assert "Forcing watcher close due to unresponsiveness" in (ended.value.details() or "")
+            terminated = value(scrape(stack.metrics_url("queue")), "podsched_terminated_watchers_total")
+            assert terminated >= 2, f"{terminated} watches closed: the CLI's was not"
+        finally:
+            stalled.cancel()
+            pods_err = pods.stop()
+    finally:
+        channel.close()
+        api.close()
+
+    versions = [int(json.loads(line)["metadata"]["resourceVersion"]) for line in pods.lines]
+    assert len(versions) == len(set(versions)), f"a change was shown twice: {versions}\n{pods_err}"
+    listed = versions[0]  # the current state: the first pod
+    expected = [c.resource_version for c in pod_changes if c.resource_version > listed]
+    assert versions[1:] == expected, f"lost or out of order: {versions[1:]} vs {expected}\n{pods_err}"

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
+import pytest
+
 from builders import make_pod
 from podsched.cluster.store import ADDED, MODIFIED, Change
 from podsched_queue.watch import WATCH_BUFFER_SIZE, WatchFanOut
@@ -74,3 +76,8 @@ def test_a_closed_watcher_ends_at_once_and_a_stopping_service_still_sends_what_i
     stalled_next, sent = asyncio.run(run())
     assert stalled_next is None
     assert sent == [BUFFER + 2, BUFFER + 3, BUFFER + 4]
+
+
+def test_a_buffer_of_no_items_is_refused_naming_the_setting() -> None:
+    with pytest.raises(ValueError, match="watch_buffer_size: Invalid value: 0: must be 1 or more"):
+        WatchFanOut(SystemClock(), buffer_size=0)
