@@ -21,12 +21,12 @@ import asyncio
 import contextlib
 import json
 import logging
-import time
 from collections.abc import Callable
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
+from podsched_service.clock import Clock, SystemClock
 from podsched_service.kafka_log import ensure_topic_names
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,9 @@ class LeaderElection:
         identity: str,
         on_elected: Callable[[int], None],
         on_deposed: Callable[[], None],
+        clock: Clock | None = None,
     ) -> None:
+        self.clock = clock or SystemClock()  # the time a claim record says it was made
         self.bootstrap = bootstrap
         self.topic = leader_topic(prefix, role)
         self.group = f"{prefix}podsched-{role}-leader"
@@ -99,7 +101,7 @@ class LeaderElection:
     async def _claim(self) -> None:
         """Append this replica's claim; its offset + 1 is the epoch."""
         assert self._producer is not None
-        claim = json.dumps({"holder": self.identity, "time": time.time()}).encode()
+        claim = json.dumps({"holder": self.identity, "time": self.clock.time()}).encode()
         metadata = await self._producer.send_and_wait(self.topic, claim, partition=0)
         self.epoch = metadata.offset + 1
         log.info("%s leads (epoch %d)", self.identity, self.epoch)

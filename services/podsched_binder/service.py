@@ -215,6 +215,7 @@ class Binder:
             identity,
             on_elected=lambda epoch: elected.set(),
             on_deposed=self._deposed,
+            clock=self.clock,
         )
         await self.election.start()
         if not elected.is_set():

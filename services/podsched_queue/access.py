@@ -16,7 +16,6 @@ import asyncio
 import dataclasses
 import json
 import logging
-import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
@@ -36,6 +35,7 @@ from podsched_service.authentication import (
     load_token_file,
 )
 from podsched_service.authorization import Attributes, Decision, Policy, forbidden_message, load_policy
+from podsched_service.clock import Clock, SystemClock
 from podsched_service.codec import to_timestamp
 from podsched_service.tls import peer_certificate
 
@@ -122,7 +122,7 @@ class ApiCall:
 
     method: str
     write: bool
-    received: float = dataclasses.field(default_factory=time.time)
+    received: float = 0.0  # set by ApiAccess.call from the service's clock
     audit_id: str = dataclasses.field(default_factory=new_audit_id)
     verb: str = ""
     target: Target = Target()
@@ -139,20 +139,23 @@ class ApiCall:
 class ApiAccess:
     """Authentication, the authorization policy and the audit log of the public API."""
 
-    def __init__(self, authenticator: Authenticator, policy: Policy, audit_log: ApiAuditLog) -> None:
+    def __init__(
+        self, authenticator: Authenticator, policy: Policy, audit_log: ApiAuditLog, clock: Clock | None = None
+    ) -> None:
         self.authenticator = authenticator
         self.policy = policy
         self.audit_log = audit_log
+        self.clock = clock or SystemClock()  # the audit record's request-received and stage timestamps
         self._background: set[asyncio.Task[None]] = set()
 
     @staticmethod
-    def from_config(config: QueueConfig) -> ApiAccess:
+    def from_config(config: QueueConfig, clock: Clock | None = None) -> ApiAccess:
         """Reads the token and policy files now; ValueError names the file and line if one is unusable."""
         tokens = load_token_file(config.token_file) if config.token_file else None
         authenticator = Authenticator(tokens, certificates=bool(config.tls_client_ca_file))
         policy = load_policy(config.authorization_file) if config.authorization_file else Policy.allow_all()
         audit_log = ApiAuditLog(config.kafka_bootstrap_servers, config.topic_prefix, enabled=config.api_audit)
-        access = ApiAccess(authenticator, policy, audit_log)
+        access = ApiAccess(authenticator, policy, audit_log, clock)
         access.log_settings(config)
         return access
 
@@ -183,6 +186,10 @@ class ApiAccess:
         await self.audit_log.stop()
 
     # --- the steps -------------------------------------------------------------------------------
+
+    def call(self, method: str, *, write: bool, verb: str = "", target: Target | None = None) -> ApiCall:
+        """A request as it arrives, stamped with the service clock's time."""
+        return ApiCall(method, write, self.clock.time(), verb=verb, target=target or Target())
 
     async def authenticate(self, context: grpc.aio.ServicerContext, call: ApiCall) -> Identity:
         """The caller's identity; aborts the call UNAUTHENTICATED (after `audited` records it) if
@@ -269,7 +276,7 @@ class ApiAccess:
             object_ref=ref,
             response_status=response_status(code, message, created=call.created),
             request_received_timestamp=to_timestamp(call.received),
-            stage_timestamp=to_timestamp(time.time()),
+            stage_timestamp=to_timestamp(self.clock.time()),
             decision=call.decision,  # type: ignore[arg-type]
             reason=call.reason,
             trace_id=format(span_context.trace_id, "032x") if span_context.is_valid else "",

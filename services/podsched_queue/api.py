@@ -134,7 +134,9 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         except ValueError as error:
             document, parse_error = None, error
         # "create" until the object is known to exist (and the caller may see it): then "patch".
-        call = ApiCall(API_PATH + "Apply", write=not request.dry_run, verb="create", target=Target.of_parsed(document))
+        call = self.service.access.call(
+            API_PATH + "Apply", write=not request.dry_run, verb="create", target=Target.of_parsed(document)
+        )
         return await self.service.access.audited(
             context, call, self._apply(request, context, call, document, parse_error)
         )
@@ -275,7 +277,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
 
     async def Get(self, request: api_pb2.GetRequest, context: grpc.aio.ServicerContext) -> Any:
         service = self.service
-        call = ApiCall(API_PATH + "Get", write=False)
+        call = self.service.access.call(API_PATH + "Get", write=False)
         user = await service.access.authenticate(context, call)
         resource = await self._resource_type(request.resource, context)
         kind = resource.kind
@@ -304,7 +306,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
             if found is not None
             else Target(request.resource, namespace=namespace, name=request.name)
         )
-        call = ApiCall(API_PATH + "Delete", write=True, verb="delete", target=target)
+        call = self.service.access.call(API_PATH + "Delete", write=True, verb="delete", target=target)
         return await self.service.access.audited(context, call, self._delete(request, context, call))
 
     async def _delete(self, request: api_pb2.DeleteRequest, context: grpc.aio.ServicerContext, call: ApiCall) -> Any:
@@ -329,7 +331,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
     async def ListEvents(self, request: api_pb2.ListEventsRequest, context: grpc.aio.ServicerContext) -> Any:
         service = self.service
         access = service.access
-        call = ApiCall(API_PATH + "ListEvents", write=False)
+        call = self.service.access.call(API_PATH + "ListEvents", write=False)
         user = await access.authenticate(context, call)
         namespace = request.namespace or "default"
         events_here = events_target("" if request.all_namespaces else namespace)
@@ -354,7 +356,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
     async def Watch(self, request: api_pb2.WatchRequest, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         service = self.service
         access = service.access
-        call = ApiCall(API_PATH + "Watch", write=False)
+        call = self.service.access.call(API_PATH + "Watch", write=False)
         user = await access.authenticate(context, call)
         kinds = set(request.kinds)
         unknown = kinds - ALL_KINDS

@@ -80,7 +80,7 @@ class QueueService:
         # The newest write this service saw acknowledged by the binder.
         self.known_version = 0
         self.known_event_sequence = -1
-        self.access = ApiAccess.from_config(config)
+        self.access = ApiAccess.from_config(config, self.clock)
         self.channels = [
             peer_channel(config, address)
             for address in (config.filter_address, config.preemption_address, config.binder_address)
@@ -123,6 +123,7 @@ class QueueService:
                 identity,
                 on_elected=lambda epoch: self._start_scheduling(),
                 on_deposed=self._deposed,
+                clock=self.clock,
             )
 
     # --- lifecycle -----------------------------------------------------------------------------
