@@ -42,11 +42,13 @@ def test_active_queue_pops_higher_priority_first_then_earlier_queue_time() -> No
     assert order == ["high-early", "high-late", "mid", "low"]
 
 
-@pytest.mark.parametrize(("attempts", "seconds"), [(0, 0), (1, 1), (2, 2), (3, 4), (4, 8), (5, 10), (9, 10)])
-def test_backoff_starts_at_one_second_and_doubles_up_to_ten(attempts: int, seconds: float) -> None:
+@pytest.mark.parametrize(("count", "seconds"), [(0, 0), (1, 1), (2, 2), (3, 4), (4, 8), (5, 10), (9, 10)])
+def test_backoff_starts_at_one_second_and_doubles_up_to_ten(count: int, seconds: float) -> None:
     queue = new_queue(FakeClock())
-    info = sq.QueuedPodInfo(PodInfo(make_pod("p").obj()), timestamp=0.0, attempts=attempts)
-    assert queue.backoff_duration(info) == seconds
+    rejected = sq.QueuedPodInfo(PodInfo(make_pod("p").obj()), timestamp=0.0, attempts=count, unschedulable_count=count)
+    failing = sq.QueuedPodInfo(PodInfo(make_pod("q").obj()), timestamp=0.0, attempts=count, consecutive_errors=count)
+    assert queue.backoff_duration(rejected) == seconds
+    assert queue.backoff_duration(failing) == seconds
 
 
 def fail(queue: sq.SchedulingQueue, plugins: set[str], error: bool = False) -> str:
@@ -129,8 +131,115 @@ def test_an_idle_queue_pops_from_backoff_without_waiting_when_enabled() -> None:
     clock = FakeClock()
     queue = new_queue(clock, pop_from_backoff_q=True)
     queue.add(make_pod("p").obj())
-    fail(queue, set(), error=True)
+    info = queue.pop()
+    assert info is not None
+    queue.on_event(sq.NODE_ADD)  # in flight: the rejected pod goes to backoffQ
+    assert queue.add_unschedulable_if_not_present(info, {names.NODE_RESOURCES_FIT}) == sq.BACKOFF
     assert queue.pop() is not None
+
+
+def test_a_pod_that_failed_with_an_error_is_never_popped_before_its_backoff_ends() -> None:
+    # upstream's entityErrorBackoffQ: PopFromBackoffQ pops entityBackoffQ only.
+    clock = FakeClock(1000.0)
+    queue = new_queue(clock, pop_from_backoff_q=True)
+    queue.add(make_pod("p").obj())
+    assert fail(queue, set(), error=True) == sq.BACKOFF
+    assert not queue.can_pop() and queue.pop() is None
+    clock.now = 1002.0
+    assert queue.can_pop()
+    info = queue.pop()
+    assert info is not None and info.pod.name == "p"
+
+
+def test_an_errors_backoff_ends_where_the_window_after_its_expiration_begins() -> None:
+    # getBackoffTime aligns the expiration down to backoffQ's 1 s window, and isEntityBackingoff
+    # holds the pod while that window has not passed: failed at 1000.5 with 1 s of backoff, it
+    # waits until 1002.0, where the flush of that window moves it.
+    clock = FakeClock(1000.5)
+    queue = new_queue(clock, pop_from_backoff_q=True)
+    queue.add(make_pod("p").obj())
+    fail(queue, set(), error=True)
+    assert queue.next_backoff_expiry() == 1002.0
+    clock.now = 1001.6
+    assert queue.flush_backoff_completed() == 0
+    clock.now = 1002.0
+    assert queue.flush_backoff_completed() == 1
+    assert queue.location(queue_uid(queue)) == sq.ACTIVE
+
+
+def test_an_errors_backoff_doubles_over_its_consecutive_errors_not_its_rejections() -> None:
+    clock = FakeClock(1000.0)
+    queue = new_queue(clock)
+    queue.add(make_pod("p").obj())
+    for _ in range(2):
+        assert fail(queue, {names.NODE_RESOURCES_FIT}) == sq.UNSCHEDULABLE
+        queue.activate(queue_uid(queue))
+    assert fail(queue, set(), error=True) == sq.BACKOFF  # third attempt, first error: 1 s
+    assert queue.next_backoff_expiry() == 1001.0
+    clock.now = 1001.0
+    assert fail(queue, set(), error=True) == sq.BACKOFF  # second error in a row: 2 s
+    assert queue.next_backoff_expiry() == 1003.0
+
+
+def test_a_rejections_backoff_doubles_over_its_unschedulable_attempts_not_its_errors() -> None:
+    clock = FakeClock(1000.0)
+    queue = new_queue(clock)
+    queue.add(make_pod("p").obj())
+    fail(queue, set(), error=True)
+    clock.now = 1001.0
+    info = queue.pop()
+    assert info is not None and info.attempts == 2
+    queue.on_event(sq.NODE_ADD)  # in flight: the rejected pod goes to backoffQ
+    assert queue.add_unschedulable_if_not_present(info, {names.NODE_RESOURCES_FIT}) == sq.BACKOFF
+    assert info.consecutive_errors == 0 and info.unschedulable_count == 1
+    assert queue.next_backoff_expiry() == 1002.0, "one unschedulable attempt: 1 s, the error does not count"
+
+
+def test_a_failure_with_no_rejector_plugin_counts_as_an_error() -> None:
+    # AddUnschedulablePodIfNotPresent: no unschedulable or pending plugin means an error.
+    clock = FakeClock(1000.0)
+    queue = new_queue(clock, pop_from_backoff_q=True)
+    queue.add(make_pod("p").obj())
+    assert fail(queue, set(), error=False) == sq.BACKOFF
+    info = queue.info(queue_uid(queue))
+    assert info is not None and info.consecutive_errors == 1 and info.unschedulable_count == 0
+    assert queue.pop() is None, "in the error backoffQ, not popped early"
+
+
+def test_an_error_clears_the_rejectors_of_an_earlier_attempt() -> None:
+    # The framework clears a failed pod's plugins: it backs off in the error backoffQ, whatever
+    # rejected it before.
+    clock = FakeClock(1000.0)
+    queue = new_queue(clock, pop_from_backoff_q=True)
+    queue.add(make_pod("p").obj())
+    fail(queue, {names.NODE_RESOURCES_FIT})
+    queue.activate(queue_uid(queue))
+    fail(queue, {names.NODE_RESOURCES_FIT}, error=True)
+    info = queue.info(queue_uid(queue))
+    assert info is not None and info.unschedulable_plugins == set()
+    assert queue.pop() is None
+
+
+def test_an_error_with_backoff_disabled_goes_straight_to_active() -> None:
+    # queueAfterBackoff: with podMaxBackoffSeconds 0 the pod is not backing off, so activeQ.
+    queue = sq.SchedulingQueue(FakeClock(1000.0), max_backoff=0.0)
+    queue.add(make_pod("p").obj())
+    assert fail(queue, set(), error=True) == sq.ACTIVE
+    assert queue.pop() is not None
+
+
+def test_no_event_moves_a_pod_that_failed_with_an_error_but_activate_does() -> None:
+    clock = FakeClock(1000.0)
+    queue = new_queue(clock, pop_from_backoff_q=True)
+    queue.add(make_pod("p").obj())
+    fail(queue, set(), error=True)
+    for event in (sq.NODE_ADD, sq.ASSIGNED_POD_DELETE, sq.WILDCARD):
+        assert queue.on_event(event) == 0
+    assert queue.flush_unschedulable_leftover() == 0
+    assert queue.location(queue_uid(queue)) == sq.BACKOFF
+    assert queue.pop() is None, "nor does an idle queue"
+    queue.activate(queue_uid(queue))
+    assert queue.location(queue_uid(queue)) == sq.ACTIVE
 
 
 def test_a_waiting_pod_is_not_popped_before_its_backoff_ends_when_disabled() -> None:

@@ -50,6 +50,9 @@ class QueuedPodInfo:
     attempts: int = 0
     initial_attempt_timestamp: float | None = None
     unschedulable_plugins: set[str] = field(default_factory=set)
+    # upstream's QueueingParams counts, which decide the backoff (getBackoffTime): attempts that
+    # ended rejected by a plugin, and attempts in a row that ended in an error (reset by a rejection).
+    unschedulable_count: int = 0
     consecutive_errors: int = 0
     unschedulable_since: float = 0.0
     last_failure_message: str = ""
@@ -181,8 +184,9 @@ class SchedulingQueue:
         self._active: list[tuple[int, float, int, int, str]] = []
         self._backoff: list[tuple[float, int, float, int, int, str]] = []
         # entityErrorBackoffQ: entities with no rejector plugins, ordered by backoff expiry alone and
-        # never popped before it (PopFromBackoffQ pops entityBackoffQ only). Rejected pod groups
-        # wait here: upstream's group entity carries no unschedulable plugins.
+        # never popped before it (PopFromBackoffQ pops entityBackoffQ only): pods whose attempt
+        # failed with an error, and rejected pod groups (upstream's group entity carries no
+        # unschedulable plugins).
         self._error_backoff: list[tuple[float, int, str]] = []
         self._where: dict[str, str] = {}  # uid -> ACTIVE / BACKOFF / UNSCHEDULABLE / IN_FLIGHT
         # The pods in unschedulablePods, each with the order it first entered `_where`: events scan
@@ -224,26 +228,36 @@ class SchedulingQueue:
         uid = info.pod.uid
         self._entry_seq[uid] = seq
         self._place(uid, BACKOFF)
-        if info.group_backoff_expiry is not None:
-            heapq.heappush(self._error_backoff, (info.group_backoff_expiry, seq, uid))
+        if self._in_error_backoff_q(info):
+            heapq.heappush(self._error_backoff, (self.backoff_expiry(info), seq, uid))
             return
         heapq.heappush(self._backoff, (self.backoff_expiry(info), -info.priority, info.timestamp, info.stamp, seq, uid))
 
+    @staticmethod
+    def _in_error_backoff_q(info: QueuedPodInfo) -> bool:
+        """upstream's backoffQueue.add: an entity with no unschedulable (or pending) plugins failed
+        with an error and backs off in entityErrorBackoffQ; so does a rejected pod group."""
+        return info.group_backoff_expiry is not None or not info.unschedulable_plugins
+
+    def backoff_count(self, info: QueuedPodInfo) -> int:
+        """The attempts the backoff doubles over (getBackoffTime): the consecutive errors after an
+        error, else the unschedulable attempts; 0 before the first failure."""
+        return info.consecutive_errors or info.unschedulable_count
+
     def backoff_duration(self, info: QueuedPodInfo) -> float:
-        """initial * 2^(attempts-1), capped at max; 0 before the first attempt."""
-        if info.attempts == 0:
-            return 0.0
-        duration = self.initial_backoff
-        for _ in range(1, info.attempts):
-            duration *= 2
-            if duration >= self.max_backoff:
-                return self.max_backoff
-        return min(duration, self.max_backoff)
+        """initial * 2^(count-1), capped at max; 0 before the first failure (`backoff_count`)."""
+        return self.pod_group_backoff_duration(self.backoff_count(info), 1)
 
     def backoff_expiry(self, info: QueuedPodInfo) -> float:
         if info.group_backoff_expiry is not None:
             return info.group_backoff_expiry
-        return info.timestamp + self.backoff_duration(info)
+        duration = self.backoff_duration(info)
+        if duration and self.pop_from_backoff_q and self._in_error_backoff_q(info):
+            # A pod that failed with an error waits in entityErrorBackoffQ, which is only flushed,
+            # at every window's start: its backoff ends where the window after it begins, as a
+            # rejected group's does (`backoff_window_end`).
+            return self.backoff_window_end(info.timestamp + duration)
+        return info.timestamp + duration
 
     def pod_group_backoff_duration(self, count: int, size: int) -> float:
         """upstream's calculateBackoffDuration for an entity of `size` pods after `count` attempts:
@@ -471,7 +485,8 @@ class SchedulingQueue:
         return None
 
     def flush_backoff_completed(self) -> int:
-        """Move every pod whose backoff has expired to activeQ."""
+        """Move every pod whose backoff has expired to activeQ, from both backoff heaps
+        (popAllBackoffCompleted)."""
         moved = 0
         while (info := self._pop_heap_backoff(only_expired=True)) is not None:
             self._push_active(info)
@@ -551,9 +566,15 @@ class SchedulingQueue:
         info.last_failure_message = message
         events = self._in_flight.end(uid)
         if error or not rejector_plugins:
-            info.consecutive_errors += 1 if error else 0
-            self._push_backoff(info)
-            return BACKOFF
+            # upstream's AddUnschedulablePodIfNotPresent: no rejector plugin means the attempt
+            # failed with an error (the scheduling framework clears a failed pod's plugins). It backs
+            # off over its consecutive errors in entityErrorBackoffQ, which no event moves and an
+            # idle queue never pops early (queueAfterBackoff: activeQ if its backoff has ended).
+            info.consecutive_errors += 1
+            info.unschedulable_plugins = set()
+            self._requeue(info)
+            return self._where[uid]
+        info.unschedulable_count += 1
         info.consecutive_errors = 0
         info.unschedulable_plugins = set(rejector_plugins)
         hints = self.queueing_hints
@@ -790,20 +811,25 @@ class SchedulingQueue:
     def pod_group_backoff_count(self) -> int:
         """How many of backoffQ's pods wait with their rejected pod group (the error backoffQ): no
         cluster event moves them, and each group is retried when its backoff ends."""
+        infos = self._infos
         return sum(
             1
             for _, seq, uid in list(self._error_backoff)  # a copy: a metrics scrape reads this from another thread
-            if self._entry_seq.get(uid) == seq and self._where.get(uid) == BACKOFF
+            if self._entry_seq.get(uid) == seq
+            and self._where.get(uid) == BACKOFF
+            and (info := infos.get(uid)) is not None
+            and info.group_backoff_expiry is not None
         )
 
     def longest_error_backoff(self) -> float:
         """The longest backoff an entity in the error backoffQ can get: max_backoff times the square
-        root of the largest group waiting there."""
+        root of the largest group waiting there (a pod that failed with an error is an entity of one)."""
         sizes: dict[tuple[str, str], int] = {}
         for _, seq, uid in self._error_backoff:
             info = self._infos.get(uid)
             if info is not None and self._entry_seq.get(uid) == seq and self._where.get(uid) == BACKOFF:
-                key = (info.pod.namespace, info.pod.spec.pod_group_name or "")
+                group = info.pod.spec.pod_group_name if info.group_backoff_expiry is not None else None
+                key = (info.pod.namespace, group) if group is not None else ("", uid)
                 sizes[key] = sizes.get(key, 0) + 1
         return self.max_backoff * math.sqrt(max(sizes.values(), default=1))
 
