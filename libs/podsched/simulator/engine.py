@@ -285,9 +285,10 @@ class Simulator:
             if not next_times:
                 break
             if termination is None:
-                # Only rejected pod groups wait, in the error backoffQ, and are retried after each
-                # backoff whatever happens, as upstream's: once their longest backoff has passed
-                # without a write to the cluster, every one had a retry that changed nothing.
+                # Only the error backoffQ waits (rejected pod groups, and pods whose attempt failed
+                # with an error): its entries are retried after each backoff whatever happens, as
+                # upstream's; once the longest backoff has passed without a write to the cluster,
+                # every one had a retry that changed nothing.
                 version = self.cluster.resource_version
                 if version != quiet_version:
                     quiet_version, quiet_since = version, self.now
