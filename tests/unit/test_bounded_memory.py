@@ -8,6 +8,7 @@ import gc
 from dataclasses import replace
 
 from builders import make_node, make_pod
+from clocks import FakeClock
 from podsched.api.types import Pod
 from podsched.cluster import events as ev
 from podsched.cluster.state import Cluster
@@ -17,20 +18,12 @@ from podsched_service.codec import change_record, decode_change
 EVENTS_RETENTION = 600.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class Churn:
     """The binder's copy and a replica following its log (each change encoded and decoded as the
     services do), with pods created, bound and deleted through the binder's operations."""
 
     def __init__(self, keep_history: bool = False) -> None:
-        self.clock = Clock()
+        self.clock = FakeClock()
         self.binder = Cluster(self.clock, keep_history=keep_history)
         self.replica = Cluster(self.clock, authoritative=False, keep_history=keep_history)
         self.records: list[bytes] = []
@@ -99,7 +92,7 @@ def test_events_older_than_the_retention_are_forgotten() -> None:
 
 
 def test_the_sequence_continues_after_expiry() -> None:
-    clock = Clock()
+    clock = FakeClock()
     recorder = ev.EventRecorder(clock)
     node = make_node("n1").obj()
     for i in range(10):
@@ -117,7 +110,7 @@ def test_the_sequence_continues_after_expiry() -> None:
 
 
 def test_keep_at_most_bounds_the_count() -> None:
-    clock = Clock()
+    clock = FakeClock()
     recorder = ev.EventRecorder(clock)
     node = make_node("n1").obj()
     for i in range(100):

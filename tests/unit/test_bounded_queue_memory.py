@@ -9,6 +9,7 @@ import gc
 import random
 
 from builders import make_node, make_pod
+from clocks import FakeClock
 from podsched.api.types import Pod
 from podsched.cluster.state import Cluster
 from podsched.cluster.store import Change
@@ -23,21 +24,13 @@ NODES = 4
 EVENTS_RETENTION = 120.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 class LeaderChurn:
     """The binder's copy writes; the queue's copy follows it (each change encoded and decoded as on
     the log) and feeds the scheduling queue, which a leader drains: most pods bind, some fit nowhere
     and go back to the queue, some are deleted while in flight."""
 
     def __init__(self) -> None:
-        self.clock = Clock()
+        self.clock = FakeClock()
         self.binder = Cluster(self.clock)
         self.replica = Cluster(self.clock, authoritative=False)
         self.queue = sq.SchedulingQueue(self.clock, 1.0, 10.0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from builders import HIGH_PRIORITY, LOW_PRIORITY, make_node, make_pdb, make_pod, make_priority_class
+from clocks import FakeClock
 from podsched.api.errors import ApiError
 from podsched.api.types import CONDITION_DISRUPTION_TARGET, CONDITION_POD_SCHEDULED, POD_FAILED, POD_RUNNING, Pod
 from podsched.cluster import events as ev
@@ -18,21 +19,13 @@ from podsched.cluster.store import Change
 START = 5000.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def cluster(clock: Clock) -> Cluster:
+def cluster(clock: FakeClock) -> Cluster:
     cluster = Cluster(clock, keep_history=True)
     cluster.apply(make_node("n1").capacity(cpu="2", memory="4Gi").obj())
     cluster.apply(make_priority_class("low", LOW_PRIORITY))
@@ -76,7 +69,7 @@ def test_binding_to_an_unknown_node_is_refused(cluster: Cluster) -> None:
     assert refused.value.reason == BIND_NODE_NOT_FOUND
 
 
-def test_a_victim_keeps_its_resources_until_its_grace_period_ends(cluster: Cluster, clock: Clock) -> None:
+def test_a_victim_keeps_its_resources_until_its_grace_period_ends(cluster: Cluster, clock: FakeClock) -> None:
     _, victim = cluster.apply(make_pod("victim").priority_class("low").req(cpu="2").grace(30).obj())
     cluster.bind(victim.metadata.uid, "n1")
     _, preemptor = cluster.apply(make_pod("preemptor").priority_class("high").req(cpu="2").obj())
@@ -149,7 +142,7 @@ def test_a_rejected_object_changes_nothing(cluster: Cluster) -> None:
     assert (dict(cluster.pods), len(cluster.events)) == before
 
 
-def test_pdb_status_counts_running_matching_pods_not_being_deleted(clock: Clock) -> None:
+def test_pdb_status_counts_running_matching_pods_not_being_deleted(clock: FakeClock) -> None:
     pods = [
         make_pod("a").label("app", "db").node("n1").obj(),
         make_pod("b").label("app", "db").node("n1").obj(),

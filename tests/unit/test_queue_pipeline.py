@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from builders import HIGH_PRIORITY, LOW_PRIORITY, MID_PRIORITY, make_pod
+from clocks import FakeClock
 from podsched.api.types import SCHEDULING_POLICY_GANG, ObjectMeta, Pod, PodGroup
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.framework.status import Code
@@ -39,17 +40,6 @@ from podsched_queue.scheduler import Scheduler
 START = 1_000.0
 INITIAL_BACKOFF = 1.0  # SchedulerConfig's default podInitialBackoffSeconds
 FIT_NOWHERE = "0/2 nodes are available: 2 Insufficient cpu."
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def time(self) -> float:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.now
 
 
 class FakeFilter:
@@ -216,7 +206,7 @@ class Harness:
         binder: FakeBinder | None = None,
         pod_groups: dict[str, PodGroup] | None = None,
     ) -> None:
-        self.clock = FakeClock()
+        self.clock = FakeClock(START)
         # GenericWorkload when there are pod groups: PreEnqueue admits every pod (its gang is complete).
         admit = (lambda pod: None) if pod_groups is not None else None
         self.queue = sq.SchedulingQueue(self.clock.time, INITIAL_BACKOFF, 10.0, pre_enqueue=admit)

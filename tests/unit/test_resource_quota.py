@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from builders import make_pod
+from clocks import FakeClock
 from podsched.admission.resource_quota import (
     LimitedResource,
     QuotaAdmissionConfig,
@@ -119,16 +120,8 @@ def node_doc(name: str, cpu: str = "8") -> dict[str, Any]:
     }
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = NOW
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def cluster(config: QuotaAdmissionConfig | None = None, *docs: dict[str, Any]) -> tuple[Cluster, Clock]:
-    clock = Clock()
+def cluster(config: QuotaAdmissionConfig | None = None, *docs: dict[str, Any]) -> tuple[Cluster, FakeClock]:
+    clock = FakeClock(NOW)
     c = Cluster(clock, quota_admission=config)
     for doc in (class_doc(HIGH, 1000), class_doc(LOW, 10), *docs):
         c.apply(decode_object(doc))
@@ -631,7 +624,7 @@ def test_a_quota_created_after_its_pods_counts_them_and_replicas_derive_the_same
     c.delete("Pod", TENANT, "a", grace_period=0)
     expected = {"pods": "2", "requests.cpu": "3"}
     assert used(c) == expected
-    replica = Cluster(Clock(), authoritative=False)
+    replica = Cluster(FakeClock(NOW), authoritative=False)
     for change_type, obj in changes:  # as the log carries them: JSON, the quota's status dropped
         decoded = decode_object(json.loads(json.dumps(encode_object(obj))))
         decoded.metadata.resource_version = obj.metadata.resource_version

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from builders import make_node, make_pod
+from clocks import FakeClock
 from podsched.api.types import DISRUPTION_MODE_SINGLE, SCHEDULING_POLICY_GANG, ObjectMeta, Pod, PodGroup
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.framework.interface import NodeToStatus, PostFilterResult
@@ -39,22 +40,6 @@ START = 1_000.0
 GROUP = "trainers"
 REJECTED = "minCount (3) cannot be satisfied"
 GATE_ON = SchedulerConfig(feature_gates=(("GenericWorkload", True),))
-
-
-class FakeClock:
-    """The queue's clock (called) and the service's Clock (time, monotonic), moved by the test."""
-
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> float:
-        return self.now
-
-    def time(self) -> float:
-        return self.now
-
-    def monotonic(self) -> float:
-        return self.now
 
 
 def gang(min_count: int = 3) -> PodGroup:
@@ -94,7 +79,7 @@ def fit_error(plugin: str = names.NODE_RESOURCES_FIT) -> FitError:
 
 
 def test_a_popped_pod_deleted_or_bound_meanwhile_is_skipped_and_the_queue_forgets_it() -> None:
-    clock = FakeClock()
+    clock = FakeClock(START)
     gone, bound, pending = make_pod("gone").obj(), make_pod("bound").obj(), make_pod("pending").obj()
     cluster = Cluster(clock, gone, bound, pending)
     del cluster.pods[gone.uid]
@@ -110,7 +95,7 @@ def test_a_popped_pod_deleted_or_bound_meanwhile_is_skipped_and_the_queue_forget
 
 
 def test_a_group_pod_being_deleted_drops_out_and_the_others_come_in_queue_order() -> None:
-    clock = FakeClock()
+    clock = FakeClock(START)
     pods = [worker("w-0"), worker("w-1"), worker("w-2")]
     cluster = Cluster(clock, *pods)
     cluster.pods[pods[1].uid] = make_pod("w-1").uid(pods[1].uid).group(GROUP).terminating(at=START).obj()
@@ -177,7 +162,7 @@ def test_a_post_filter_that_did_not_nominate_records_no_victims(
 def test_handle_scheduling_failure_sends_the_pod_where_upstream_does(
     case: str, failure: SchedulingFailure, goes_to: str
 ) -> None:
-    clock = FakeClock()
+    clock = FakeClock(START)
     pod = make_pod("p").obj()
     cluster = Cluster(clock, pod)
     info = cluster.queue.pop()
@@ -187,7 +172,7 @@ def test_handle_scheduling_failure_sends_the_pod_where_upstream_does(
 
 
 def test_a_pod_deleted_while_its_failure_was_recorded_does_not_come_back() -> None:
-    clock = FakeClock()
+    clock = FakeClock(START)
     pod = make_pod("p").obj()
     cluster = Cluster(clock, pod)
     info = cluster.queue.pop()
@@ -206,7 +191,7 @@ def members(infos: list[sq.QueuedPodInfo], error: bool = False) -> list[PodGroup
 
 
 def test_a_rejected_group_backs_off_as_one_entity_with_its_pods_rejectors_and_gang_scheduling() -> None:
-    clock = FakeClock()
+    clock = FakeClock(START)
     cluster = Cluster(clock, worker("w-0"), worker("w-1"))
     for attempt, backoff in enumerate([1, 2, 4], start=1):
         infos = cluster.pop_group()
@@ -222,7 +207,7 @@ def test_a_rejected_group_backs_off_as_one_entity_with_its_pods_rejectors_and_ga
 
 
 def test_a_rejected_group_whose_cycle_sent_evictions_waits_in_the_pool_for_a_deletion() -> None:
-    clock = FakeClock()
+    clock = FakeClock(START)
     cluster = Cluster(clock, worker("w-0"), worker("w-1"))
     infos = cluster.pop_group()
     cluster.driver.add_attempted_pod_group_if_needed(
@@ -248,7 +233,7 @@ def test_a_rejected_group_whose_cycle_sent_evictions_waits_in_the_pool_for_a_del
 def test_a_group_that_was_not_scheduled_counts_a_rejection_or_an_error(
     case: str, code: Code, error: bool, consecutive_errors: int
 ) -> None:
-    clock = FakeClock()
+    clock = FakeClock(START)
     cluster = Cluster(clock, worker("w-0"), worker("w-1"))
     infos = cluster.pop_group()
     cluster.driver.add_attempted_pod_group_if_needed("default", GROUP, code, members(infos, error=error))
@@ -257,7 +242,7 @@ def test_a_group_that_was_not_scheduled_counts_a_rejection_or_an_error(
 
 
 def test_a_scheduled_groups_leftover_pod_goes_to_active_at_once_and_one_that_failed_with_an_error_backs_off() -> None:
-    clock = FakeClock()
+    clock = FakeClock(START)
     pods = [worker("w-0"), worker("w-1"), worker("w-2")]
     cluster = Cluster(clock, *pods)
     infos = sorted(cluster.pop_group(), key=lambda i: i.pod.name)
@@ -348,7 +333,7 @@ class Results(AttemptTelemetry):
 def service_backoffs(retries: int) -> list[float]:
     """The backoff the queue service's Scheduler gives a gang of three rejected `retries` times, and
     that nothing but the backoff's end brings it back."""
-    clock = FakeClock()
+    clock = FakeClock(START)
     pods = [worker(f"w-{i}") for i in range(3)]
     cluster = Cluster(clock, *pods)
     preemption, binder, results = RejectingPreemption(), RecordingBinder(), Results(clock)

@@ -9,18 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import HIGH_PRIORITY, LOW_PRIORITY, MID_PRIORITY, make_pod
+from clocks import FakeClock
 from podsched.framework.node_info import PodInfo
 from podsched.plugins import names
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.nominator import Nominator
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def new_queue(clock: FakeClock, pop_from_backoff_q: bool = False) -> sq.SchedulingQueue:
@@ -28,7 +21,7 @@ def new_queue(clock: FakeClock, pop_from_backoff_q: bool = False) -> sq.Scheduli
 
 
 def test_active_queue_pops_higher_priority_first_then_earlier_queue_time() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = new_queue(clock)
     queue.add(make_pod("low").priority(LOW_PRIORITY).obj())
     clock.now += 1
@@ -44,7 +37,7 @@ def test_active_queue_pops_higher_priority_first_then_earlier_queue_time() -> No
 
 @pytest.mark.parametrize(("count", "seconds"), [(0, 0), (1, 1), (2, 2), (3, 4), (4, 8), (5, 10), (9, 10)])
 def test_backoff_starts_at_one_second_and_doubles_up_to_ten(count: int, seconds: float) -> None:
-    queue = new_queue(FakeClock())
+    queue = new_queue(FakeClock(1000.0))
     rejected = sq.QueuedPodInfo(PodInfo(make_pod("p").obj()), timestamp=0.0, attempts=count, unschedulable_count=count)
     failing = sq.QueuedPodInfo(PodInfo(make_pod("q").obj()), timestamp=0.0, attempts=count, consecutive_errors=count)
     assert queue.backoff_duration(rejected) == seconds
@@ -58,7 +51,7 @@ def fail(queue: sq.SchedulingQueue, plugins: set[str], error: bool = False) -> s
 
 
 def test_a_rejected_pod_waits_in_the_pool_until_an_event_its_rejector_cares_about() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = new_queue(clock)
     queue.add(make_pod("p").obj())
     assert fail(queue, {names.NODE_RESOURCES_FIT}) == sq.UNSCHEDULABLE
@@ -76,7 +69,7 @@ def queue_uid(queue: sq.SchedulingQueue) -> str:
 
 
 def test_node_affinity_rejections_ignore_pod_deletions_but_not_new_nodes() -> None:
-    queue = new_queue(FakeClock())
+    queue = new_queue(FakeClock(1000.0))
     queue.add(make_pod("p").obj())
     fail(queue, {names.NODE_AFFINITY})
     assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 0
@@ -84,7 +77,7 @@ def test_node_affinity_rejections_ignore_pod_deletions_but_not_new_nodes() -> No
 
 
 def test_an_event_during_the_attempt_sends_the_pod_to_backoff_instead_of_the_pool() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = new_queue(clock)
     queue.add(make_pod("p").obj())
     info = queue.pop()
@@ -94,13 +87,13 @@ def test_an_event_during_the_attempt_sends_the_pod_to_backoff_instead_of_the_poo
 
 
 def test_an_error_always_backs_off() -> None:
-    queue = new_queue(FakeClock())
+    queue = new_queue(FakeClock(1000.0))
     queue.add(make_pod("p").obj())
     assert fail(queue, set(), error=True) == sq.BACKOFF
 
 
 def test_the_queue_time_is_refreshed_so_a_retried_pod_queues_behind_its_equals() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = new_queue(clock)
     queue.add(make_pod("first").priority(MID_PRIORITY).obj())
     queue.add(make_pod("second").priority(MID_PRIORITY).obj())
@@ -116,7 +109,7 @@ def test_the_queue_time_is_refreshed_so_a_retried_pod_queues_behind_its_equals()
 
 
 def test_pods_left_unschedulable_for_five_minutes_are_retried() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = new_queue(clock)
     queue.add(make_pod("p").obj())
     fail(queue, {names.NODE_AFFINITY})
@@ -128,7 +121,7 @@ def test_pods_left_unschedulable_for_five_minutes_are_retried() -> None:
 
 
 def test_an_idle_queue_pops_from_backoff_without_waiting_when_enabled() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = new_queue(clock, pop_from_backoff_q=True)
     queue.add(make_pod("p").obj())
     info = queue.pop()
@@ -243,7 +236,7 @@ def test_no_event_moves_a_pod_that_failed_with_an_error_but_activate_does() -> N
 
 
 def test_a_waiting_pod_is_not_popped_before_its_backoff_ends_when_disabled() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = new_queue(clock)
     queue.add(make_pod("p").obj())
     fail(queue, set(), error=True)
@@ -253,7 +246,7 @@ def test_a_waiting_pod_is_not_popped_before_its_backoff_ends_when_disabled() -> 
 
 
 def test_a_deleted_pod_leaves_every_queue_and_its_nomination() -> None:
-    queue = new_queue(FakeClock())
+    queue = new_queue(FakeClock(1000.0))
     pod = make_pod("p").nominated("n1").obj()
     queue.add(pod)
     assert queue.nominator.nominated_node(pod) == "n1"
@@ -263,7 +256,7 @@ def test_a_deleted_pod_leaves_every_queue_and_its_nomination() -> None:
 
 
 def test_clearing_a_nomination_requeues_the_waiting_pod() -> None:
-    queue = new_queue(FakeClock())
+    queue = new_queue(FakeClock(1000.0))
     pod = make_pod("p").nominated("n1").obj()
     queue.add(pod)
     fail(queue, {names.NODE_RESOURCES_FIT})
@@ -278,7 +271,7 @@ def test_a_cleared_nomination_moves_the_pod_only_through_its_rejectors_hints() -
     # the pod stays in the pool; the nomination leaving the node is then an AssignedPodDelete for the
     # pods of lower or equal priority, the pod itself included, which NodeResourcesFit registers
     # for and NodeAffinity does not.
-    queue = new_queue(FakeClock())
+    queue = new_queue(FakeClock(1000.0))
     pod = make_pod("p").nominated("n1").obj()
     queue.add(pod)
     fail(queue, {names.NODE_AFFINITY})
@@ -299,7 +292,7 @@ def test_nominator_keeps_a_scheduler_nomination_across_unrelated_updates_and_ign
 
 
 def test_unpop_returns_an_untried_pod_to_its_place_without_counting_an_attempt() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = new_queue(clock)
     for name, priority in (("a", 10), ("b", 10), ("c", 5)):
         queue.add(make_pod(name).priority(priority).obj())
@@ -350,7 +343,7 @@ def test_in_flight_events_give_each_pod_exactly_the_events_since_it_was_popped(
 def test_equal_priority_pods_requeued_at_the_same_instant_come_out_in_the_order_they_failed() -> None:
     # PrioritySort's Less compares Timestamps; on a moving clock the pod that failed last has the
     # latest one, whatever order a later event moves the pool in (here: the order pods were first seen).
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = new_queue(clock)
     pods = [make_pod(name).priority(HIGH_PRIORITY).obj() for name in ("a", "b", "c")]
     for pod in pods:
@@ -371,7 +364,7 @@ def test_equal_priority_pods_requeued_at_the_same_instant_come_out_in_the_order_
 
 
 def test_pod_group_backoff_doubles_from_one_second_up_to_ten_times_the_square_root_of_its_size() -> None:
-    queue = new_queue(FakeClock())
+    queue = new_queue(FakeClock(1000.0))
     assert [queue.pod_group_backoff_duration(count, 1) for count in range(1, 7)] == [1, 2, 4, 8, 10, 10]
     # Four pods: at most 10 s * sqrt(4) = 20 s; nine: 30 s.
     assert [queue.pod_group_backoff_duration(count, 4) for count in range(1, 7)] == [1, 2, 4, 8, 16, 20]
@@ -388,7 +381,7 @@ def _rejected_group(queue: sq.SchedulingQueue, names_: list[str]) -> list[sq.Que
 
 
 def test_a_rejected_pod_group_backs_off_as_one_entity_and_no_event_moves_it() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
     infos = _rejected_group(queue, ["g-0", "g-1"])
     failed = [(info, {names.GANG_SCHEDULING, names.NODE_RESOURCES_FIT}, "rejected") for info in infos]
@@ -428,7 +421,7 @@ def test_a_groups_backoff_ends_where_the_window_after_its_expiration_begins() ->
 
 
 def test_the_pods_of_a_rejected_pod_group_are_counted_apart_in_backoff_until_the_group_is_retried() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
     infos = _rejected_group(queue, ["g-0", "g-1"])
     queue.add(make_pod("alone").obj())
@@ -443,7 +436,7 @@ def test_the_pods_of_a_rejected_pod_group_are_counted_apart_in_backoff_until_the
 
 
 def test_a_pod_added_to_a_group_in_backoff_waits_with_it() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
     infos = _rejected_group(queue, ["g-0"])
     queue.add_attempted_pod_group("default", "g", [(infos[0], {names.GANG_SCHEDULING}, "rejected")], error=False)
@@ -465,7 +458,7 @@ def _group_preempting(queue: sq.SchedulingQueue, rejectors: set[str]) -> list[sq
 
 
 def test_a_group_whose_preemption_runs_waits_in_the_pool_until_an_assigned_pod_is_deleted() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
     infos = _group_preempting(queue, {names.NODE_RESOURCES_FIT})
     assert {queue.location(i.pod.uid) for i in infos} == {sq.UNSCHEDULABLE}
@@ -483,7 +476,7 @@ def test_a_group_whose_preemption_runs_waits_in_the_pool_until_an_assigned_pod_i
 
 
 def test_a_gated_group_goes_to_backoff_when_the_deletion_comes_before_its_backoff_ends() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
     infos = _group_preempting(queue, {names.NODE_RESOURCES_FIT})
     assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 2
@@ -494,7 +487,7 @@ def test_a_gated_group_goes_to_backoff_when_the_deletion_comes_before_its_backof
 
 
 def test_a_gated_group_no_rejector_of_which_cares_waits_for_the_five_minute_flush() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
     infos = _group_preempting(queue, set())  # GangScheduling and DefaultPreemption skip a deletion
     assert queue.on_event(sq.ASSIGNED_POD_DELETE) == 0
@@ -506,7 +499,7 @@ def test_a_gated_group_no_rejector_of_which_cares_waits_for_the_five_minute_flus
 def test_a_deletion_while_the_group_was_in_flight_moves_it_as_if_it_came_after_the_attempt() -> None:
     # The cycle's own victims (a grace period of 0) go while the group is in flight; upstream's
     # executor sends their deletions after the attempt, when the group is parked already.
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
     infos = _rejected_group(queue, ["g-0", "g-1"])
     queue.on_event(sq.ASSIGNED_POD_DELETE)
@@ -530,7 +523,7 @@ def queue_pop_after_backoff(queue: sq.SchedulingQueue, clock: FakeClock) -> sq.Q
 
 
 def test_a_pod_added_to_a_gated_group_waits_in_the_pool_with_it() -> None:
-    clock = FakeClock()
+    clock = FakeClock(1000.0)
     queue = sq.SchedulingQueue(clock, pop_from_backoff_q=True, pre_enqueue=lambda pod: None)
     _group_preempting(queue, {names.NODE_RESOURCES_FIT})
     queue.add(make_pod("g-2").group("g").obj())
