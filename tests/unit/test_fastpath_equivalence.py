@@ -707,8 +707,10 @@ def workload_objects(w: Workload) -> list[list[Any]]:
     return waves
 
 
-def simulate(sim: Simulator, w: Workload) -> Simulator:
-    for objects in workload_objects(w):
+def simulate(sim: Simulator, waves: list[list[Any]]) -> Simulator:
+    """Each wave applied, then scheduled until nothing changes (the objects are the run's own: build
+    them anew for each simulator)."""
+    for objects in waves:
         for obj in objects:
             sim.cluster.apply(obj)
         sim.run_until_quiescent(max_cycles=2000)
@@ -725,8 +727,8 @@ def offsets(w: Workload) -> Callable[[int], int] | None:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads)
 def test_whole_simulations_end_the_same_with_the_fast_path(w: Workload) -> None:
-    plain = simulate(Simulator(offset=offsets(w), columns=False), w)
-    fast = simulate(Simulator(offset=offsets(w)), w)
+    plain = simulate(Simulator(offset=offsets(w), columns=False), workload_objects(w))
+    fast = simulate(Simulator(offset=offsets(w)), workload_objects(w))
     assert fast.cycles == plain.cycles
     assert fast.result() == plain.result()
     assert fast.algorithm.next_start_node_index == plain.algorithm.next_start_node_index
@@ -738,8 +740,8 @@ def test_whole_simulations_end_the_same_with_the_fast_path(w: Workload) -> None:
 def test_a_simulation_with_waves_of_preemptors_is_mostly_scheduled_by_the_fast_path(nodes: int) -> None:
     big = nodes > 100
     w = Workload(11, nodes, 2 if big else 3, 2.5 if big else 3.0, 1, True, affinity_rate=0, max_wave_pods=300)
-    plain = simulate(Simulator(offset=offsets(w), columns=False), w)
-    fast = simulate(Simulator(offset=offsets(w)), w)
+    plain = simulate(Simulator(offset=offsets(w), columns=False), workload_objects(w))
+    fast = simulate(Simulator(offset=offsets(w)), workload_objects(w))
     assert fast.cycles == plain.cycles
     assert fast.result() == plain.result()
     columns = columns_of(fast.algorithm)
@@ -834,21 +836,13 @@ def gang_workload_objects(w: GangWorkload) -> list[list[Any]]:
     return waves
 
 
-def simulate_gangs(sim: Simulator, w: GangWorkload) -> Simulator:
-    for objects in gang_workload_objects(w):
-        for obj in objects:
-            sim.cluster.apply(obj)
-        sim.run_until_quiescent(max_cycles=2000)
-    return sim
-
-
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(gang_workloads)
 def test_whole_simulations_with_pod_groups_end_the_same_with_the_fast_path(w: GangWorkload) -> None:
     offsets_of = offsets(Workload(w.seed, w.nodes, w.waves, 1.0, 0, w.random_offsets))
-    plain = simulate_gangs(Simulator(GENERIC_WORKLOAD, offset=offsets_of, columns=False), w)
+    plain = simulate(Simulator(GENERIC_WORKLOAD, offset=offsets_of, columns=False), gang_workload_objects(w))
     offsets_of = offsets(Workload(w.seed, w.nodes, w.waves, 1.0, 0, w.random_offsets))
-    fast = simulate_gangs(Simulator(GENERIC_WORKLOAD, offset=offsets_of), w)
+    fast = simulate(Simulator(GENERIC_WORKLOAD, offset=offsets_of), gang_workload_objects(w))
     assert fast.cycles == plain.cycles
     assert fast.result() == plain.result()
     assert fast.algorithm.next_start_node_index == plain.algorithm.next_start_node_index
