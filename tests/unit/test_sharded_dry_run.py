@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from test_fastpath_equivalence import Workload, offsets, simulate, workloads
+from test_fastpath_equivalence import Workload, offsets, simulate, workload_objects, workloads
 
 from podsched.framework.node_info import NodeInfo
 from podsched.preemption.evaluator import DryRun
@@ -39,9 +39,11 @@ def in_process_executor(workers: int, calls: list[int]):  # type: ignore[no-unty
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(workloads, st.integers(1, 5))
 def test_sharded_dry_runs_end_every_simulation_exactly_like_one_worker(w: Workload, workers: int) -> None:
-    one = simulate(Simulator(offset=offsets(w), columns=False), w)
+    one = simulate(Simulator(offset=offsets(w), columns=False), workload_objects(w))
     calls: list[int] = []
-    many = simulate(Simulator(offset=offsets(w), columns=False, executor=in_process_executor(workers, calls)), w)
+    many = simulate(
+        Simulator(offset=offsets(w), columns=False, executor=in_process_executor(workers, calls)), workload_objects(w)
+    )
     assert many.result() == one.result()
     assert many.cycles == one.cycles
     event("no dry run" if not calls else "sharded" if any(n > 1 for n in calls) else "one shard")
