@@ -4,11 +4,11 @@ one request (FindNodes, PostFilter, a worker's shard), then the nominator is wha
 from __future__ import annotations
 
 import pytest
-from replicas import replica as cluster_replica
 
 from builders import make_node, make_pod
 from podsched.cluster.state import Cluster
 from podsched.queue.nominator import Nominator, assumed_nominations
+from replicas import replica as cluster_replica
 
 
 def replica() -> tuple[Cluster, Nominator]:

@@ -5,7 +5,6 @@ objects and its listeners are as before, and none of them heard of the assumptio
 from __future__ import annotations
 
 import pytest
-from replicas import replica as cluster_replica
 
 from builders import make_node, make_pod
 from podsched.cluster.state import Cluster
@@ -14,6 +13,7 @@ from podsched.framework.node_info import Snapshot
 from podsched.plugins.registry import build_algorithm
 from podsched.queue.nominator import Nominator
 from podsched.scheduler.assumed import AssumedPods
+from replicas import replica as cluster_replica
 
 NOW = 1000.0
 

@@ -4,35 +4,25 @@ longer than the events topic keeps it."""
 
 from __future__ import annotations
 
-import gc
 from dataclasses import replace
 
 from builders import make_node, make_pod
 from clocks import FakeClock
-from podsched.api.types import Pod
 from podsched.cluster import events as ev
-from podsched.cluster.state import Cluster
-from podsched.cluster.store import Change
-from podsched_service.codec import change_record, decode_change
+from replicas import LogFollowingReplica, live_pod_objects
 
 EVENTS_RETENTION = 600.0
 
 
-class Churn:
-    """The binder's copy and a replica following its log (each change encoded and decoded as the
-    services do), with pods created, bound and deleted through the binder's operations."""
+class Churn(LogFollowingReplica):
+    """The binder's copy and a replica following its log, with pods created, bound and deleted through
+    the binder's operations."""
 
     def __init__(self, keep_history: bool = False) -> None:
         self.clock = FakeClock()
-        self.binder = Cluster(self.clock, keep_history=keep_history)
-        self.replica = Cluster(self.clock, authoritative=False, keep_history=keep_history)
-        self.records: list[bytes] = []
-        self.binder.listeners.append(self._record)
+        super().__init__(self.clock, keep_history=keep_history)
         self.binder.apply(make_node("n1").capacity(cpu="100", memory="100Gi", pods="1000").obj())
         self.created = 0
-
-    def _record(self, change: Change) -> None:
-        self.records.append(change_record(change, "test", self.clock(), 0)[2])
 
     def pods(self, count: int) -> None:
         for _ in range(count):
@@ -42,18 +32,7 @@ class Churn:
             self.binder.bind(self.binder.pods[("default", name)].uid, "n1")
             self.binder.delete("Pod", "default", name, grace_period=0)
             self.clock.now += 1.0
-        for value in self.records:
-            change_type, obj, _ = decode_change(value)
-            self.replica.restore(change_type, obj)
-        self.records.clear()
-        for event in self.binder.events:
-            if event.sequence >= self.replica.recorder.next_sequence:
-                self.replica.restore_event(event)
-
-
-def live_pod_objects() -> int:
-    gc.collect()
-    return sum(1 for o in gc.get_objects() if isinstance(o, Pod))
+        self.sync()
 
 
 def test_a_service_copy_keeps_no_pod_it_no_longer_holds() -> None:

@@ -5,38 +5,31 @@ drifting while its traced Python heap stayed flat (docs/soak.md); this is the Py
 
 from __future__ import annotations
 
-import gc
 import random
 
 from builders import make_node, make_pod
 from clocks import FakeClock
-from podsched.api.types import Pod
-from podsched.cluster.state import Cluster
-from podsched.cluster.store import Change
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.queue import scheduling_queue as sq
 from podsched.queue.cluster_feed import queue_feed
 from podsched.scheduler.profile import only_responsible
-from podsched_service.codec import change_record, decode_change
+from replicas import LogFollowingReplica, live_pod_objects
 
 LIVE_PODS = 60
 NODES = 4
 EVENTS_RETENTION = 120.0
 
 
-class LeaderChurn:
-    """The binder's copy writes; the queue's copy follows it (each change encoded and decoded as on
-    the log) and feeds the scheduling queue, which a leader drains: most pods bind, some fit nowhere
-    and go back to the queue, some are deleted while in flight."""
+class LeaderChurn(LogFollowingReplica):
+    """The binder's copy writes; the queue's copy follows it and feeds the scheduling queue, which a
+    leader drains: most pods bind, some fit nowhere and go back to the queue, some are deleted while
+    in flight."""
 
     def __init__(self) -> None:
         self.clock = FakeClock()
-        self.binder = Cluster(self.clock)
-        self.replica = Cluster(self.clock, authoritative=False)
+        super().__init__(self.clock)
         self.queue = sq.SchedulingQueue(self.clock, 1.0, 10.0)
         self.replica.listeners.append(only_responsible(SchedulerConfig(), queue_feed(self.queue)))
-        self.records: list[bytes] = []
-        self.binder.listeners.append(self._record)
         for i in range(NODES):
             self.binder.apply(make_node(f"n{i}").capacity(cpu="100", memory="100Gi", pods="1000").obj())
         self.random = random.Random(7)
@@ -44,17 +37,8 @@ class LeaderChurn:
         self.live: list[str] = []
         self.sync()
 
-    def _record(self, change: Change) -> None:
-        self.records.append(change_record(change, "test", self.clock(), 0)[2])
-
     def sync(self) -> None:
-        for value in self.records:
-            change_type, obj, _ = decode_change(value)
-            self.replica.restore(change_type, obj)
-        self.records.clear()
-        for event in self.binder.events:
-            if event.sequence >= self.replica.recorder.next_sequence:
-                self.replica.restore_event(event)
+        super().sync()
         self.binder.recorder.expire(self.clock() - EVENTS_RETENTION, keep_at_most=5000)
         self.replica.recorder.expire(self.clock() - EVENTS_RETENTION)
 
@@ -89,11 +73,6 @@ class LeaderChurn:
                 self.sync()
                 self.queue.done(uid)
             info = self.queue.pop()
-
-
-def live_pod_objects() -> int:
-    gc.collect()
-    return sum(1 for o in gc.get_objects() if isinstance(o, Pod))
 
 
 def queue_entries(queue: sq.SchedulingQueue) -> int:
