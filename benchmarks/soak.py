@@ -52,7 +52,7 @@ import grpc
 
 from podsched_devstack.kafka import ensure_kafka_installed
 from podsched_devstack.kafka_cluster import KafkaCluster
-from podsched_devstack.process import group_pids, rss_bytes
+from podsched_devstack.process import anonymous_bytes, group_pids, rss_bytes
 from podsched_devstack.services import ServiceStack, StackSettings, service_of
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_service.leader_election import QUEUE_ROLE, current_leader
@@ -75,6 +75,14 @@ def parse_duration(text: str) -> float:
     return float(match.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[match.group(2)]
 
 
+def service_variable(text: str) -> tuple[str, str]:
+    """("NAME", "VALUE") from "NAME=VALUE"."""
+    name, sep, value = text.partition("=")
+    if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        raise argparse.ArgumentTypeError(f"--service-env: expected NAME=VALUE; got {text!r}")
+    return name, value
+
+
 @dataclass
 class SoakOptions:
     duration: float
@@ -84,15 +92,18 @@ class SoakOptions:
     live_pods: int = 120  # more than fit, so high-priority pods preempt
     creates_per_second: float = 2.0
     high_fraction: float = 0.2
-    kill_every: float = 60.0  # mean seconds between kills
+    kill_every: float = 60.0  # mean seconds between kills; 0: no kills (churn only, growth without restarts)
     kafka_down: tuple[float, float] = (5.0, 20.0)  # a killed Kafka node is started again after this long
     sample_every: float = 5.0
     max_slope: float = 50.0  # MB/hour over the second half, per process, before the soak fails
+    warm_up: float = 600.0  # seconds: from then on, the summary gives each process's growth per 10 minutes
     full_round: bool = False  # churn on past the duration until every kind of kill was done once
     min_creates: int = 0  # and until this many pods were created (a slow machine still fills the nodes)
     # How long the events topic, and with it the queue's and the binder's memory, keeps events (None:
     # the services' default, 1 h). A run must last well beyond it to show memory level off.
     events_retention: float | None = None
+    # More variables for every service (e.g. PODSCHED_MEMORY_TRACE_SECONDS, or an allocator setting to try).
+    service_env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -201,7 +212,7 @@ class Soak:
             run_dir / "services",
             topic_prefix=f"soak{uuid.uuid4().hex[:8]}.",
             queue_replicas=2,
-            extra_env=retention_env(options.events_retention),
+            extra_env={**retention_env(options.events_retention), **options.service_env},
         )
         self.stack = ServiceStack(settings)
         self.run_dir = run_dir
@@ -285,6 +296,8 @@ class Soak:
         self.say(f"[{self.elapsed():7.1f}s] kill -9 {name}")
 
     def chaos(self) -> None:
+        if self.options.kill_every <= 0:
+            return
         order: list[str] = []
         while True:
             gap = self.rng.uniform(0.5, 1.5) * self.options.kill_every
@@ -305,17 +318,20 @@ class Soak:
                 with self.lock:
                     groups = {name: process.pid for name, process in self.stack.processes.items()}
                 rss: dict[str, int] = {}
+                anonymous: dict[str, int] = {}
                 pids: dict[str, int] = {}
                 for name, pgid in groups.items():
-                    values = [rss_bytes(pid) or 0 for pid in group_pids(pgid)]
+                    members = group_pids(pgid)
+                    values = [rss_bytes(pid) or 0 for pid in members]
                     if values:
                         rss[name], pids[name] = sum(values), pgid
+                        anonymous[name] = sum(anonymous_bytes(pid) or 0 for pid in members)
                 for broker in self.cluster.brokers:
                     pid = broker.pid
                     value = rss_bytes(pid) if pid is not None else None
                     if pid is not None and value:
                         rss[f"kafka-{broker.node_id}"], pids[f"kafka-{broker.node_id}"] = value, pid
-                line = {"t": round(self.elapsed(), 1), "rss": rss, "pid": pids}
+                line = {"t": round(self.elapsed(), 1), "rss": rss, "anonymous": anonymous, "pid": pids}
                 self.samples.append(line)
                 out.write(json.dumps(line) + "\n")
                 out.flush()
@@ -438,7 +454,7 @@ class Soak:
         live: int,
         log: Any,
     ) -> dict[str, Any]:
-        rss = rss_summary(self.samples, churn_seconds)
+        rss = rss_summary(self.samples, churn_seconds, warm_up=self.options.warm_up)
         over = sorted(
             name
             for name, r in rss.items()
@@ -494,9 +510,12 @@ def fixed_effects_slope(segments: list[list[tuple[float, float]]]) -> float | No
     return numerator / denominator if denominator > 0 else None
 
 
-def rss_summary(samples: list[dict[str, Any]], duration: float) -> dict[str, dict[str, Any]]:
-    """Per process: first, last and largest RSS (MiB), incarnations seen, and the slope (MB/hour) over the
-    second half of the run."""
+def rss_summary(
+    samples: list[dict[str, Any]], duration: float, warm_up: float | None = None
+) -> dict[str, dict[str, Any]]:
+    """Per process: first, last and largest RSS (MiB), incarnations seen, the slope (MB/hour) over the
+    second half of the run and, with `warm_up` (seconds), the slope from then to the end in MiB per 10
+    minutes, of RSS and of its anonymous part (what the process allocated, without mapped code)."""
     names = sorted({name for s in samples for name in s["rss"]})
     result: dict[str, dict[str, Any]] = {}
     for name in names:
@@ -504,21 +523,39 @@ def rss_summary(samples: list[dict[str, Any]], duration: float) -> dict[str, dic
         started: dict[int, float] = {}
         for t, _, pid in series:
             started.setdefault(pid, t)
-        segments: dict[int, list[tuple[float, float]]] = collections.defaultdict(list)
-        for t, value, pid in series:
-            if duration / 2 <= t <= duration and t - started[pid] >= WARM_UP_SECONDS:
-                segments[pid].append((t / 3600, value / 1e6))
-        long_enough = [p for p in segments.values() if p[-1][0] - p[0][0] >= MIN_SEGMENT_SECONDS / 3600]
-        slope = fixed_effects_slope(long_enough)
+        slope, used = _slope(series, started, duration / 2, duration)
         result[name] = {
             "first_mib": round(series[0][1] / MIB, 1),
             "last_mib": round(series[-1][1] / MIB, 1),
             "max_mib": round(max(v for _, v, _ in series) / MIB, 1),
             "incarnations": len(started),
             "slope_mb_per_hour": None if slope is None else round(slope, 1),
-            "slope_samples": sum(len(points) for points in long_enough),
+            "slope_samples": used,
         }
+        if warm_up is not None:
+            anonymous = [
+                (s["t"], s["anonymous"][name], s["pid"][name]) for s in samples if name in s.get("anonymous", {})
+            ]
+            for key, values in (("rss", series), ("anonymous", anonymous)):
+                after, _ = _slope(values, started, warm_up, duration)
+                # MB/hour to MiB per 10 minutes
+                result[name][f"{key}_mib_per_10_min_after_warm_up"] = (
+                    None if after is None else round(after * 1e6 / MIB / 6, 2)
+                )
     return result
+
+
+def _slope(
+    series: list[tuple[float, float, int]], started: dict[int, float], begin: float, end: float
+) -> tuple[float | None, int]:
+    """The shared slope (MB/hour) of the samples between `begin` and `end` (seconds), each incarnation
+    with its own intercept and its first WARM_UP_SECONDS left out; and how many samples it used."""
+    segments: dict[int, list[tuple[float, float]]] = collections.defaultdict(list)
+    for t, value, pid in series:
+        if begin <= t <= end and t - started[pid] >= WARM_UP_SECONDS:
+            segments[pid].append((t / 3600, value / 1e6))
+    long_enough = [p for p in segments.values() if p[-1][0] - p[0][0] >= MIN_SEGMENT_SECONDS / 3600]
+    return fixed_effects_slope(long_enough), sum(len(points) for points in long_enough)
 
 
 def plot(samples: list[dict[str, Any]], kills: list[tuple[float, str, str]], path: Path, title: str) -> None:
@@ -532,13 +569,16 @@ def plot(samples: list[dict[str, Any]], kills: list[tuple[float, str, str]], pat
     for name in names:
         points = [(s["t"] / 60, s["rss"][name] / MIB) for s in samples if name in s["rss"]]
         axes = brokers if name.startswith("kafka-") else services
-        axes.plot([t for t, _ in points], [v for _, v in points], label=name, linewidth=1)
+        (line,) = axes.plot([t for t, _ in points], [v for _, v in points], label=name, linewidth=1)
+        anonymous = [(s["t"] / 60, s["anonymous"][name] / MIB) for s in samples if name in s.get("anonymous", {})]
+        if axes is services and anonymous:  # what the process allocated, without its mapped code
+            axes.plot(*zip(*anonymous, strict=True), color=line.get_color(), linestyle="--", linewidth=0.7)
     for axes in (services, brokers):
         for t, _, victim in kills:
             is_broker = victim.startswith("kafka-")
             if is_broker == (axes is brokers):
                 axes.axvline(t / 60, color="grey", linestyle=":", linewidth=0.8)
-        axes.set_ylabel("RSS (MiB)")
+        axes.set_ylabel("RSS (MiB)" if axes is brokers else "RSS (MiB; dashed: its anonymous part)")
         axes.set_ylim(bottom=0)
         axes.grid(alpha=0.3)
         axes.legend(loc="lower right", fontsize=8, ncol=3)
@@ -571,11 +611,20 @@ def run_soak(
 
 def print_summary(summary: dict[str, Any]) -> None:
     print(json.dumps({k: v for k, v in summary.items() if k != "rss"}))
-    print(f"{'process':<14}{'first MiB':>10}{'last MiB':>10}{'max MiB':>10}{'MB/hour':>10}{'starts':>8}")
+    print(
+        f"{'process':<14}{'first MiB':>10}{'last MiB':>10}{'max MiB':>10}{'MB/hour':>10}{'starts':>8}"
+        f"{'MiB/10min':>11}{'anon':>8}  (after the warm-up)"
+    )
+
+    def figure(value: float | None, digits: int) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
     for name, r in summary["rss"].items():
-        slope = "-" if r["slope_mb_per_hour"] is None else f"{r['slope_mb_per_hour']:.1f}"
         print(
-            f"{name:<14}{r['first_mib']:>10.1f}{r['last_mib']:>10.1f}{r['max_mib']:>10.1f}{slope:>10}{r['incarnations']:>8}"
+            f"{name:<14}{r['first_mib']:>10.1f}{r['last_mib']:>10.1f}{r['max_mib']:>10.1f}"
+            f"{figure(r['slope_mb_per_hour'], 1):>10}{r['incarnations']:>8}"
+            f"{figure(r.get('rss_mib_per_10_min_after_warm_up'), 2):>11}"
+            f"{figure(r.get('anonymous_mib_per_10_min_after_warm_up'), 2):>8}"
         )
     pods = summary["pods"]
     print(
@@ -591,15 +640,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=parse_duration, required=True, help="seconds, or e.g. 90s, 30m, 1h")
     parser.add_argument("--seed", type=int, default=None, help="default: a random one (printed)")
     parser.add_argument("--out-dir", type=Path, default=Path(".cache/soak/latest"))
-    parser.add_argument("--kill-every", type=float, default=60.0, help="mean seconds between kills")
+    parser.add_argument("--kill-every", type=float, default=60.0, help="mean seconds between kills; 0: none")
     parser.add_argument("--live-pods", type=int, default=120)
     parser.add_argument("--rate", type=float, default=2.0, help="pods created per second")
     parser.add_argument("--max-slope", type=float, default=50.0, help="MB/hour allowed per process")
+    parser.add_argument(
+        "--warm-up",
+        type=parse_duration,
+        default=600.0,
+        help="from then on the summary gives each process's growth in MiB per 10 minutes (default 10m)",
+    )
     parser.add_argument(
         "--events-retention",
         type=parse_duration,
         default=None,
         help="how long events are kept (topic and memory), e.g. 15m; default: the services' 1 h",
+    )
+    parser.add_argument(
+        "--service-env",
+        type=service_variable,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a variable for every service (repeatable), e.g. PODSCHED_MEMORY_TRACE_SECONDS=60",
     )
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**32)
@@ -607,6 +670,7 @@ def main(argv: list[str] | None = None) -> int:
     options = SoakOptions(
         duration=args.duration, seed=seed, kill_every=args.kill_every, live_pods=args.live_pods,
         creates_per_second=args.rate, max_slope=args.max_slope, events_retention=args.events_retention,
+        service_env=dict(args.service_env), warm_up=args.warm_up,
     )  # fmt: skip
     ensure_kafka_installed()
     run_dir = Path(tempfile.mkdtemp(prefix="podsched-soak-"))

@@ -125,6 +125,16 @@ def rss_bytes(pid: int) -> int | None:
     return None
 
 
+def anonymous_bytes(pid: int) -> int | None:
+    """The anonymous part of one process's resident memory (/proc/PID/smaps_rollup): what it allocated,
+    without the file-backed pages of the code it mapped (None without /proc or once it is gone)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Anonymous:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
 def process_cpu_seconds(pid: int) -> float | None:
     """utime + stime of one process from /proc (None without /proc or once it is gone)."""
     try:

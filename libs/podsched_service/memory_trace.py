@@ -19,7 +19,15 @@ line that allocates (slower still). FRAMES=0 reports only the totals (RSS, and g
 in use and free), without tracemalloc and without the pause a snapshot takes (on a loaded machine a
 report with snapshots outlasts the scheduling leader's 6 s Kafka session, and the leader is deposed);
 PODSCHED_MEMORY_TRACE_TRIM=1 then also calls malloc_trim(0) after each report and logs the RSS it
-gave back."""
+gave back.
+
+Every report splits the resident set the ways that tell its owners apart: anonymous against
+file-backed pages (the mapped code of the interpreter and its extensions), pymalloc's arenas (1 MiB
+each, where Python keeps objects of up to 512 bytes) against the bytes its live blocks hold, malloc's
+bytes in use and free, the objects the cyclic collector tracks and how many full collections have run.
+PODSCHED_MEMORY_TRACE_COLLECT=1 runs a full collection after each report and logs what it found
+unreachable and the pymalloc bytes that freed: garbage in cycles that waits in the oldest generation
+(gc_tuning collects it rarely) shows there, and nowhere else."""
 
 from __future__ import annotations
 
@@ -29,14 +37,19 @@ import ctypes
 import gc
 import logging
 import os
+import tempfile
 import tracemalloc
+from dataclasses import astuple, dataclass
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 SECONDS_VARIABLE = "PODSCHED_MEMORY_TRACE_SECONDS"
 FRAMES_VARIABLE = "PODSCHED_MEMORY_TRACE_FRAMES"
 TRIM_VARIABLE = "PODSCHED_MEMORY_TRACE_TRIM"
+COLLECT_VARIABLE = "PODSCHED_MEMORY_TRACE_COLLECT"
 TOP = 12
+PYMALLOC_ARENA_BYTES = 2**20  # CPython 3.10+ on 64-bit (radix tree): 1 MiB arenas
 
 
 def start_from_environment(service: str) -> asyncio.Task[None] | None:
@@ -47,7 +60,7 @@ def start_from_environment(service: str) -> asyncio.Task[None] | None:
     (CPython raises SystemError in the thread that builds it)."""
     text = os.environ.get(SECONDS_VARIABLE, "").strip()
     if not text:
-        return
+        return None
     try:
         interval = float(text)
         frames = int(os.environ.get(FRAMES_VARIABLE, "1"))
@@ -56,15 +69,16 @@ def start_from_environment(service: str) -> asyncio.Task[None] | None:
     if interval <= 0 or frames < 0:
         raise ValueError(f"{SECONDS_VARIABLE} must be above 0 and {FRAMES_VARIABLE} at least 0")
     trim = os.environ.get(TRIM_VARIABLE, "") == "1"
+    collect = os.environ.get(COLLECT_VARIABLE, "") == "1"
     if frames == 0:  # totals only: no tracer, no pause (a leader's lease outlives every report)
-        report = _report_totals_forever(service, interval, trim)
+        report = _report_totals_forever(service, interval, trim, collect)
     else:
         tracemalloc.start(frames)
         report = _report_forever(service, interval)
     return asyncio.get_running_loop().create_task(report, name="memory-trace")
 
 
-async def _report_totals_forever(service: str, interval: float, trim: bool) -> None:
+async def _report_totals_forever(service: str, interval: float, trim: bool, collect: bool) -> None:
     await asyncio.sleep(interval)
     baseline = baseline_totals()
     rounds = 0
@@ -72,6 +86,8 @@ async def _report_totals_forever(service: str, interval: float, trim: bool) -> N
         await asyncio.sleep(interval)
         rounds += 1
         line = f"{service} memory totals #{rounds}: " + totals_line(baseline)
+        if collect:
+            line += "; " + collect_line()
         if trim:
             line += "; " + trim_line()
         log.warning(line)
@@ -89,6 +105,68 @@ def resident_bytes() -> int:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def anonymous_bytes() -> int:
+    """The anonymous part of the resident set (Linux: /proc/self/smaps_rollup; 0 elsewhere): what the
+    process allocated, as against file-backed pages (code and data of the mapped libraries)."""
+    try:
+        with open("/proc/self/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Anonymous:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def thread_count() -> int:
+    """The process's threads (gRPC's and the executors' too; Linux only, 0 elsewhere): each thread that
+    allocates may get a malloc arena of its own."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+_PYMALLOC_FIELDS = {
+    "# arenas allocated current": "arenas",
+    "# bytes in allocated blocks": "blocks",
+}
+
+
+def pymalloc_bytes() -> tuple[int, int]:
+    """(arenas, live blocks) bytes of pymalloc, Python's allocator for objects of up to 512 bytes, from
+    CPython's own statistics (sys._debugmallocstats, written to a C stream; (0, 0) if unavailable).
+    An arena (1 MiB) goes back to the system only once every block in it is free: arenas that grow
+    while the blocks do not are fragmentation; blocks that grow are live objects (or cyclic garbage
+    the collector has not reached)."""
+    libc = _libc()
+    stats = getattr(ctypes.pythonapi, "_PyObject_DebugMallocStats", None)
+    if libc is None or stats is None:
+        return 0, 0
+    libc.fopen.restype = ctypes.c_void_p
+    libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    stats.argtypes = [ctypes.c_void_p]
+    with tempfile.NamedTemporaryFile(prefix="pymalloc-") as out:
+        stream = libc.fopen(out.name.encode(), b"w")
+        if not stream:
+            return 0, 0
+        stats(stream)
+        libc.fclose(stream)
+        text = Path(out.name).read_text()
+    found = {"arenas": 0, "blocks": 0}
+    for line in text.splitlines():
+        name, _, value = line.partition("=")
+        key = _PYMALLOC_FIELDS.get(name.strip())
+        if key is not None:
+            found[key] = int(value.strip().replace(",", ""))
+    return found["arenas"] * PYMALLOC_ARENA_BYTES, found["blocks"]
 
 
 class _MallInfo2(ctypes.Structure):
@@ -139,22 +217,62 @@ def trim_line() -> str:
     return f"malloc_trim gave back {(before - resident_bytes()) / 2**20:.1f} MiB of RSS"
 
 
-def totals_line(baseline: tuple[int, int, int, int, int]) -> str:
-    """RSS against what tracemalloc sees, each with its growth since `baseline` (rss, traced, the
-    tracer's own): RSS that grows while the traced heap does not is memory Python's allocator holds
-    for freed objects (fragmentation), or memory C code allocates (gRPC's core, OpenSSL)."""
-    rss, tracer = resident_bytes(), tracemalloc.get_tracemalloc_memory()
+@dataclass(frozen=True)
+class Totals:
+    """One reading of where the process's memory is (bytes), to set against a baseline."""
+
+    rss: int
+    anonymous: int
+    traced: int
+    tracer: int
+    malloc_in_use: int
+    malloc_free: int
+    pymalloc_arenas: int
+    pymalloc_blocks: int
+
+
+def baseline_totals() -> Totals:
     traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
+    arenas, blocks = pymalloc_bytes()
+    return Totals(
+        resident_bytes(), anonymous_bytes(), traced, tracemalloc.get_tracemalloc_memory(),
+        *malloc_bytes(), arenas, blocks,
+    )  # fmt: skip
+
+
+_TOTALS_NAMES = (
+    "rss", "anonymous", "traced", "tracer's own", "malloc in use", "malloc free", "pymalloc arenas",
+    "pymalloc blocks",
+)  # fmt: skip
+
+
+def totals_line(baseline: Totals) -> str:
+    """Each total now with its growth since `baseline`, then the collector's state: RSS that grows while
+    the traced heap does not is memory Python's allocator holds for freed objects (fragmentation), or
+    memory C code allocates (gRPC's core, protobuf's upb arenas, OpenSSL); file-backed RSS (rss minus
+    anonymous) is code paged in, not allocation."""
+    now = baseline_totals()
     mib = 2**20
-    parts = [("rss", rss, baseline[0]), ("traced", traced, baseline[1]), ("tracer's own", tracer, baseline[2])]
-    used, free = malloc_bytes()
-    parts += [("malloc in use", used, baseline[3]), ("malloc free", free, baseline[4])]
-    return ", ".join(f"{name} {now / mib:.1f} MiB ({(now - then) / mib:+.1f})" for name, now, then in parts)
+    parts = [
+        f"{name} {value / mib:.1f} MiB ({(value - then) / mib:+.1f})"
+        for name, value, then in zip(_TOTALS_NAMES, astuple(now), astuple(baseline), strict=True)
+    ]
+    full_collections = gc.get_stats()[-1]["collections"]
+    parts.append(f"gc counts {gc.get_count()} full collections {full_collections}, threads {thread_count()}")
+    return ", ".join(parts)
 
 
-def baseline_totals() -> tuple[int, int, int, int, int]:
-    traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else 0
-    return (resident_bytes(), traced, tracemalloc.get_tracemalloc_memory(), *malloc_bytes())
+def collect_line() -> str:
+    """Run a full collection and say what it found: cyclic garbage that waited for it (with gc_tuning's
+    thresholds the oldest generation is collected rarely) and the pymalloc bytes and RSS that freed."""
+    before_blocks, before_rss = pymalloc_bytes()[1], resident_bytes()
+    unreachable = gc.collect()
+    after_blocks, after_rss = pymalloc_bytes()[1], resident_bytes()
+    mib = 2**20
+    return (
+        f"full collection found {unreachable} unreachable objects, pymalloc blocks "
+        f"{(after_blocks - before_blocks) / mib:+.1f} MiB, rss {(after_rss - before_rss) / mib:+.1f} MiB"
+    )
 
 
 async def _report_forever(service: str, interval: float) -> None:

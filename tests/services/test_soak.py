@@ -44,6 +44,19 @@ def test_the_rss_slope_ignores_the_drop_at_a_restart_and_finds_a_leak() -> None:
     assert summary["brief"]["slope_mb_per_hour"] is None, "no incarnation lived a minute after its warm-up"
 
 
+def test_the_growth_after_the_warm_up_is_given_per_10_minutes_for_rss_and_its_anonymous_part() -> None:
+    # 30 minutes every 10 s: RSS climbs 20 MB in the first 10 minutes, then grows 0.6 MB per 10 minutes
+    # while its anonymous part, after the same climb, stays flat (code paged in, not allocation).
+    samples = []
+    for t in range(0, 1800, 10):
+        anonymous = 40e6 + min(t, 600) / 600 * 20e6
+        rss = anonymous + 30e6 + max(0, t - 600) / 600 * 0.6e6
+        samples.append({"t": t, "rss": {"queue": rss}, "anonymous": {"queue": anonymous}, "pid": {"queue": 1}})
+    summary = rss_summary(samples, duration=1800, warm_up=600)["queue"]
+    assert summary["rss_mib_per_10_min_after_warm_up"] == pytest.approx(0.6e6 / 2**20, abs=0.01)
+    assert summary["anonymous_mib_per_10_min_after_warm_up"] == 0.0
+
+
 @pytest.mark.timeout(1200)
 def test_a_minute_of_churn_with_one_kill_9_of_each_kind_loses_nothing(
     kafka_cluster: KafkaCluster, tmp_path: Path
