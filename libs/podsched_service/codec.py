@@ -10,9 +10,10 @@ from aiokafka.partitioner import DefaultPartitioner
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from podsched.api import json_text
+from podsched.api.codecs.pod import decode_recorded_pod
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, encode_json, parse_timestamp
-from podsched.api.types import ApiObject, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus
+from podsched.api.types import KIND_POD, ApiObject, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus
 from podsched.cluster import events as ev
 from podsched.cluster.store import ADDED, MODIFIED, REMOVED, Change
 from podsched.framework.interface import NodeToStatus
@@ -151,8 +152,15 @@ def pending_pod_change(record: events_pb2.ObjectChange) -> bool:
 
 
 def decode_change_message(record: events_pb2.ObjectChange) -> tuple[str, ApiObject, int]:
-    """`decode_change` of a parsed ObjectChange."""
+    """`decode_change` of a parsed ObjectChange. The record is the binder's, so a pod's JSON is
+    decoded as the binder validated it (`decode_recorded_pod`), without checking it again; the
+    first pod of each spec, and every other kind, go through `decode_object`."""
     document = json_text.loads(record.object_json)
+    if record.object.kind == KIND_POD:
+        pod = decode_recorded_pod(document)
+        if pod is not None:
+            pod.metadata.resource_version = record.resource_version
+            return _CHANGE_NAMES[record.type], pod, record.resource_version
     # Decoding drops a PDB's status (clients may not set it), but in the binder's log that status is
     # the disruption controller's, which every replica keeps. Taken out first: `owned=True` lets the
     # decoder take the document apart, status included. A ResourceQuota's status is dropped for good:

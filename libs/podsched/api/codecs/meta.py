@@ -19,7 +19,7 @@ from podsched.api.codecs.fields import (
     get_timestamp,
 )
 from podsched.api.errors import FieldError
-from podsched.api.timestamps import format_timestamp
+from podsched.api.timestamps import format_timestamp, parse_timestamp
 from podsched.api.types import (
     KIND_DEPLOYMENT,
     KIND_JOB,
@@ -111,6 +111,52 @@ def decode_meta(manifest: dict[str, Any], errors: list[FieldError], *, namespace
     )
     errors.extend(validate_object_meta(meta, namespaced=namespaced))
     return meta
+
+
+def decode_recorded_meta(manifest: dict[str, Any]) -> ObjectMeta:
+    """`decode_meta` of a namespaced object's metadata as the binder recorded it: the object was
+    decoded and validated when it was admitted, and `encode_meta` wrote each field with the JSON type
+    `decode_meta` reads, so the fields are read without checks and nothing is validated again. Gives
+    exactly what `decode_meta(manifest, errors, namespaced=True)` gives on such a record (and lays
+    the same default down); on anything else, what it gives is undefined."""
+    metadata: dict[str, Any] = manifest["metadata"]
+    get = metadata.get
+    namespace = get("namespace") or DEFAULT_NAMESPACE
+    metadata["namespace"] = namespace
+    labels = get("labels")
+    annotations = get("annotations")
+    created = get("creationTimestamp")
+    deleted = get("deletionTimestamp")
+    version = get("resourceVersion")
+    references = get("ownerReferences")
+    finalizers = get("finalizers")
+    return ObjectMeta(
+        name=get("name") or "",
+        namespace=namespace,
+        uid=get("uid") or "",
+        labels=dict(labels) if labels else {},
+        annotations=dict(annotations) if annotations else {},
+        creation_timestamp=None if created is None else parse_timestamp(created),
+        deletion_timestamp=None if deleted is None else parse_timestamp(deleted),
+        deletion_grace_period_seconds=get("deletionGracePeriodSeconds"),
+        resource_version=int(version) if version else 0,
+        generation=get("generation") or 0,
+        generate_name=get("generateName") or "",
+        owner_references=tuple(
+            OwnerReference(
+                ref.get("apiVersion") or "",
+                ref.get("kind") or "",
+                ref.get("name") or "",
+                ref.get("uid") or "",
+                ref.get("controller") or False,
+                ref.get("blockOwnerDeletion") or False,
+            )
+            for ref in references
+        )
+        if references
+        else (),
+        finalizers=tuple(finalizers) if finalizers else (),
+    )
 
 
 def _owner_references(metadata: Mapping[str, Any]) -> tuple[OwnerReference, ...]:

@@ -26,7 +26,7 @@ from podsched.api.codecs.fields import (
     timestamp_text,
     typed_field,
 )
-from podsched.api.codecs.meta import decode_meta
+from podsched.api.codecs.meta import decode_meta, decode_recorded_meta
 from podsched.api.codecs.quantities import canonical_list, parse_quantities, render_quantity
 from podsched.api.codecs.selectors import (
     decode_label_selector,
@@ -35,6 +35,7 @@ from podsched.api.codecs.selectors import (
     encode_requirements,
 )
 from podsched.api.errors import FieldError
+from podsched.api.timestamps import parse_timestamp
 from podsched.api.types import (
     DEFAULT_SCHEDULER_NAME,
     DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS,
@@ -273,30 +274,8 @@ def _decode_pod_spec(manifest: dict[str, Any], errors: list[FieldError]) -> PodS
     key = _pod_spec_key(spec)
     cached = _POD_SPEC_CACHE.get(key) if key is not None else None
     if cached is not None:
-        template, defaulted = cached
-        if defaulted is not None:  # lay the defaults down as decoding would have
-            node_name_value = spec.get("nodeName")
-            spec = json_text.loads(defaulted)
-            if isinstance(node_name_value, str):
-                spec["nodeName"] = node_name_value
-            manifest["spec"] = spec
-        # Every field but nodeName is immutable or copied: no two pods share anything mutable.
-        return PodSpec(
-            containers=template.containers,
-            init_containers=template.init_containers,
-            overhead=template.overhead,
-            node_name=get_object_name(spec, "nodeName", "spec", errors),
-            node_selector=dict(template.node_selector),
-            affinity=template.affinity,
-            tolerations=template.tolerations,
-            topology_spread_constraints=template.topology_spread_constraints,
-            priority_class_name=template.priority_class_name,
-            priority=template.priority,
-            preemption_policy=template.preemption_policy,
-            termination_grace_period_seconds=template.termination_grace_period_seconds,
-            scheduler_name=template.scheduler_name,
-            pod_group_name=template.pod_group_name,
-        )
+        spec = _lay_down_defaults(manifest, spec, cached[1])
+        return _spec_from_template(cached[0], get_object_name(spec, "nodeName", "spec", errors))
     errors_before = len(errors)
     decoded = _decode_pod_spec_uncached(spec, errors)
     if key is not None and len(errors) == errors_before:
@@ -306,6 +285,40 @@ def _decode_pod_spec(manifest: dict[str, Any], errors: list[FieldError]) -> PodS
         template = replace(decoded, node_name="", node_selector=dict(decoded.node_selector))
         _POD_SPEC_CACHE[key] = (template, None if after == key else after)
     return decoded
+
+
+def _lay_down_defaults(manifest: dict[str, Any], spec: dict[str, Any], defaulted: bytes | None) -> dict[str, Any]:
+    """The manifest's spec as decoding it would have defaulted it, given a cache entry's defaulted
+    text (None: defaulting changes nothing); its nodeName is the manifest's own."""
+    if defaulted is None:
+        return spec
+    node_name_value = spec.get("nodeName")
+    spec = json_text.loads(defaulted)
+    if isinstance(node_name_value, str):
+        spec["nodeName"] = node_name_value
+    manifest["spec"] = spec
+    return spec
+
+
+def _spec_from_template(template: PodSpec, node_name: str) -> PodSpec:
+    """A cached spec for one pod: every field but nodeName is immutable or copied, so no two pods
+    share anything mutable."""
+    return PodSpec(
+        containers=template.containers,
+        init_containers=template.init_containers,
+        overhead=template.overhead,
+        node_name=node_name,
+        node_selector=dict(template.node_selector),
+        affinity=template.affinity,
+        tolerations=template.tolerations,
+        topology_spread_constraints=template.topology_spread_constraints,
+        priority_class_name=template.priority_class_name,
+        priority=template.priority,
+        preemption_policy=template.preemption_policy,
+        termination_grace_period_seconds=template.termination_grace_period_seconds,
+        scheduler_name=template.scheduler_name,
+        pod_group_name=template.pod_group_name,
+    )
 
 
 def _decode_pod_spec_uncached(spec: dict[str, Any], errors: list[FieldError]) -> PodSpec:
@@ -419,6 +432,55 @@ def decode_pod(manifest: dict[str, Any], errors: list[FieldError]) -> Pod:
     metadata = decode_meta(manifest, errors, namespaced=True)
     spec = _decode_pod_spec(manifest, errors)
     return Pod(metadata, spec, _decode_pod_status(manifest, errors), source=manifest)
+
+
+def decode_recorded_pod(manifest: dict[str, Any]) -> Pod | None:
+    """A pod record's JSON as the binder wrote it (`encode_json` of a pod that `decode_object`
+    admitted), decoded without checking it again: what `decode_object(manifest, owned=True)` gives,
+    read field by field with no type checks and no validation. The spec comes from
+    `_POD_SPEC_CACHE` only, which holds specs that decoded without an error; on a miss this returns
+    None and changes nothing, and the caller decodes the record with `decode_object` (which fills
+    the cache: pods of one template miss once per process).
+
+    Every replica decodes every pod record it follows, each already validated by the binder; this
+    is how it skips that work. A record the binder did not write must go through `decode_object`:
+    on anything else what this gives is undefined. `tests/unit/test_recorded_pod_decoding.py` checks
+    with hypothesis that it gives exactly what `decode_object` gives on records of every valid pod."""
+    spec = manifest["spec"]
+    key = _pod_spec_key(spec)
+    cached = _POD_SPEC_CACHE.get(key) if key is not None else None
+    if cached is None:
+        return None
+    metadata = decode_recorded_meta(manifest)
+    spec = _lay_down_defaults(manifest, spec, cached[1])
+    status = manifest.get("status") or {}
+    get = status.get
+    started = get("startTime")
+    conditions = get("conditions")
+    return Pod(
+        metadata,
+        _spec_from_template(cached[0], spec.get("nodeName") or ""),
+        PodStatus(
+            phase=get("phase") or POD_PENDING,
+            nominated_node_name=get("nominatedNodeName") or "",
+            start_time=None if started is None else parse_timestamp(started),
+            conditions=tuple(_recorded_condition(c) for c in conditions) if conditions else (),
+            reason=get("reason") or "",
+            message=get("message") or "",
+        ),
+        source=manifest,
+    )
+
+
+def _recorded_condition(doc: dict[str, Any]) -> PodCondition:
+    moment = doc.get("lastTransitionTime")
+    return PodCondition(
+        type=doc.get("type") or "",
+        status=doc.get("status") or "",
+        reason=doc.get("reason") or "",
+        message=doc.get("message") or "",
+        last_transition_time=None if moment is None else parse_timestamp(moment),
+    )
 
 
 def _encode_node_selector_term(term: NodeSelectorTerm) -> dict[str, Any]:
