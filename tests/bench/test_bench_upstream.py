@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from benchmarks import scheduler_perf
-from benchmarks.bench_upstream import data_item, summarize
+from benchmarks.bench_upstream import data_item, run_measured, summarize
 from benchmarks.upstream_config import (
     COMPARED,
     ConfigError,
@@ -61,6 +63,20 @@ def test_data_item_picks_the_metric_by_label() -> None:
     ]
     assert data_item(items, "SchedulingThroughput") == {"Average": 150.5, "Perc50": 149.0}
     assert data_item(items, "Missing") is None
+
+
+def test_each_upstream_run_reports_its_own_peak_memory(tmp_path: Path) -> None:
+    """A run's rss_mb is its own process tree's peak, not the largest of every run before it."""
+
+    def run(megabytes: int, exit_code: int = 0) -> tuple[int, str, float]:
+        code = f"x = bytearray({megabytes} << 20); x[::4096] = b'1' * len(x[::4096]); print('ran'); exit({exit_code})"
+        returncode, output, usage = run_measured([sys.executable, "-c", code], cwd=tmp_path, env=dict(os.environ))
+        return returncode, output, usage.ru_maxrss / 1024
+
+    assert run(300)[2] > 300
+    returncode, output, small_peak = run(20, exit_code=3)
+    assert (returncode, output) == (3, "ran\n")
+    assert small_peak < 200
 
 
 def test_a_tiny_real_podsched_run_gives_the_json_line(kafka, tmp_path: Path, configs: dict[str, list]) -> None:
