@@ -160,6 +160,43 @@ def test_an_errors_backoff_ends_where_the_window_after_its_expiration_begins() -
     assert queue.location(queue_uid(queue)) == sq.ACTIVE
 
 
+def _reject_into_backoff(queue: sq.SchedulingQueue) -> sq.QueuedPodInfo:
+    """Pop a pod and reject it after an event it cares about arrived while it was in flight, which
+    sends it to backoffQ (not the unschedulable pool)."""
+    info = queue.pop()
+    assert info is not None
+    queue.on_event(sq.NODE_ADD)
+    assert queue.add_unschedulable_if_not_present(info, {names.NODE_RESOURCES_FIT}) == sq.BACKOFF
+    return info
+
+
+def test_a_rejections_backoff_ends_where_the_window_after_its_expiration_begins() -> None:
+    # With PopFromBackoffQ upstream aligns every backoff (entityBackoffQ's as entityErrorBackoffQ's)
+    # to the 1 s window: rejected at 1000.5 with 1 s of backoff, the pod backs off until 1002.0.
+    clock = FakeClock(1000.5)
+    queue = new_queue(clock, pop_from_backoff_q=True)
+    queue.add(make_pod("p").obj())
+    _reject_into_backoff(queue)
+    assert queue.next_backoff_expiry() == 1002.0
+    clock.now = 1001.6
+    assert queue.flush_backoff_completed() == 0
+    clock.now = 1002.0
+    assert queue.flush_backoff_completed() == 1
+
+
+def test_backoffs_ending_in_one_window_pop_in_active_queue_order() -> None:
+    # lessBackoffCompletedWithPriority: within one window, priority first, then the earlier timestamp.
+    clock = FakeClock(1000.2)
+    queue = new_queue(clock, pop_from_backoff_q=True)
+    queue.add(make_pod("low").priority(LOW_PRIORITY).obj())
+    _reject_into_backoff(queue)  # backoff ends at 1001.2
+    clock.now = 1000.7
+    queue.add(make_pod("high").priority(HIGH_PRIORITY).obj())
+    _reject_into_backoff(queue)  # backoff ends at 1001.7: the same window
+    popped = [queue.pop(), queue.pop()]  # activeQ is empty: popped from backoffQ early
+    assert [info.pod.name for info in popped if info is not None] == ["high", "low"]
+
+
 def test_an_errors_backoff_doubles_over_its_consecutive_errors_not_its_rejections() -> None:
     clock = FakeClock(1000.0)
     queue = new_queue(clock)

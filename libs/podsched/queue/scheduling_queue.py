@@ -252,10 +252,9 @@ class SchedulingQueue:
         if info.group_backoff_expiry is not None:
             return info.group_backoff_expiry
         duration = self.backoff_duration(info)
-        if duration and self.pop_from_backoff_q and self._in_error_backoff_q(info):
-            # A pod that failed with an error waits in entityErrorBackoffQ, which is only flushed,
-            # at every window's start: its backoff ends where the window after it begins, as a
-            # rejected group's does (`backoff_window_end`).
+        if duration and self.pop_from_backoff_q:
+            # Both backoff queues count in whole windows (`backoff_window_end`), so that pods whose
+            # backoffs end in one window leave together, in activeQ's order.
             return self.backoff_window_end(info.timestamp + duration)
         return info.timestamp + duration
 
