@@ -18,6 +18,7 @@ from podsched.cluster.state import Cluster
 from podsched.config.scheduler_config import SchedulerConfig, parse_scheduler_config
 from podsched.queue.cluster_feed import nominator_feed
 from podsched.queue.nominator import Nominator, assumed_nominations
+from podsched.scheduler.assumed import AssumedPods
 from podsched.scheduler.profile import only_responsible
 from podsched.scheduler.room import RoomTracker
 from podsched_proto.filter.v1 import filter_pb2
@@ -98,6 +99,16 @@ def decision_nominations(pod_uid: str, decision: preemption_pb2.PostFilterRespon
             filter_pb2.Nomination(pod_uid=p.uid) for p in decision.nominations_to_clear
         ]
     return [filter_pb2.Nomination(pod_uid=pod_uid)] if decision.clear_own_nomination else []
+
+
+def assume_binds(assumed: AssumedPods, cluster: Cluster, binds: Iterable[filter_pb2.AssumedBind]) -> None:
+    """The caller's placements whose binds are still being committed, assumed on their nodes for one
+    request. A pod this copy already has bound (the bind reached the log), does not know, or whose
+    node it does not know is skipped."""
+    for bind in binds:
+        pod = cluster.pods_by_uid.get(bind.pod_uid)
+        if pod is not None and not pod.spec.node_name and bind.node_name in cluster.node_infos:
+            assumed.assume(pod, bind.node_name)
 
 
 class PodLookupError(Exception):

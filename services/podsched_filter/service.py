@@ -24,7 +24,13 @@ from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
 from podsched_service.clock import Clock, SystemClock
 from podsched_service.codec import status_groups
-from podsched_service.scheduling import ClusterCopy, PodLookupError, load_scheduler_config, pod_to_place
+from podsched_service.scheduling import (
+    ClusterCopy,
+    PodLookupError,
+    assume_binds,
+    load_scheduler_config,
+    pod_to_place,
+)
 
 from .config import FilterConfig
 from .instrumentation import FilterTelemetry
@@ -94,10 +100,7 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
         pdbs = cluster.pdb_list()
         assumed = AssumedPods(snapshot, self.copy.nominator, self._node_changed)
         try:
-            for bind in request.assumed_binds:  # the caller's earlier placements, binds under way
-                pod = cluster.pods_by_uid.get(bind.pod_uid)
-                if pod is not None and not pod.spec.node_name and bind.node_name in cluster.node_infos:
-                    assumed.assume(pod, bind.node_name)
+            assume_binds(assumed, cluster, request.assumed_binds)
             for ref in request.pods:
                 try:
                     pod = pod_to_place(cluster, ref)

@@ -42,6 +42,7 @@ from podsched_service.codec import node_to_status, reference
 from podsched_service.scheduling import (
     ClusterCopy,
     PodLookupError,
+    assume_binds,
     decision_nominations,
     load_scheduler_config,
     pod_to_place,
@@ -229,8 +230,9 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
     async def SchedulePodGroups(
         self, request: preemption_pb2.SchedulePodGroupsRequest, context: grpc.aio.ServicerContext
     ) -> Any:
-        """The pod-group cycles of groups popped in a row, in order, each with the groups scheduled
-        before it assumed; stops after the first group that is not scheduled. Writes nothing."""
+        """The pod-group cycles of groups popped in a row, in order, each with the caller's binds
+        under way and the groups scheduled before it assumed; stops after the first group that is
+        not scheduled. Writes nothing."""
         await self._require_pod_groups(context)
         await self.copy.catch_up(request.min_resource_version, context)
         entries: list[_PodGroupEntry] = []
@@ -243,7 +245,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
                     raise
                 break  # decided up to it; the queue tries it again first
         with self.copy.assumed_nominations(request.assumed_nominations):
-            decided = self._schedule_pod_groups(entries, batch=True)
+            decided = self._schedule_pod_groups(entries, batch=True, assumed_binds=request.assumed_binds)
         return preemption_pb2.SchedulePodGroupsResponse(decided=decided, resource_version=self.copy.replica.version)
 
     async def _require_pod_groups(self, context: grpc.aio.ServicerContext) -> None:
@@ -264,11 +266,16 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         return _PodGroupEntry(group, pods, list(refs), profile)
 
     def _schedule_pod_groups(
-        self, entries: Sequence[_PodGroupEntry], *, batch: bool
+        self,
+        entries: Sequence[_PodGroupEntry],
+        *,
+        batch: bool,
+        assumed_binds: Sequence[filter_pb2.AssumedBind] = (),
     ) -> list[preemption_pb2.SchedulePodGroupResponse]:
-        """The groups' cycles in order on one snapshot, the placed pods of each scheduled group assumed
-        for the groups after it, until the first group not scheduled. In a batch each cycle is
-        reported on its own span; a lone group's on the request's."""
+        """The groups' cycles in order on one snapshot, the caller's binds under way assumed first,
+        then the placed pods of each scheduled group for the groups after it, until the first group
+        not scheduled. In a batch each cycle is reported on its own span; a lone group's on the
+        request's."""
         assert self.pod_groups is not None
         cluster = self.copy.cluster
         snapshot = cluster.snapshot()
@@ -276,6 +283,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         decided: list[preemption_pb2.SchedulePodGroupResponse] = []
         assumed = AssumedPods(snapshot, self.copy.nominator, self._node_changed)
         try:
+            assume_binds(assumed, cluster, assumed_binds)
             for entry in entries:
                 with self.observer.pod_group_cycle() if batch else contextlib.nullcontext():
                     self.observer.scheduling_pod_group(entry.group, len(entry.pods))

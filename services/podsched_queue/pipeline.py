@@ -2,16 +2,22 @@
 writes are still on their way to the binder. Pure state with validated transitions, beside the I/O:
 scheduler.py sends the calls and calls these transitions; an illegal one raises PipelineError.
 
-A batch's cycles overlap two kinds of writes with the cycles after them:
+A batch's cycles overlap three kinds of writes with the cycles after them:
 - one Bind in flight: the pods the last FindNodes placed, bound in one binder transaction while the
   next FindNodes runs with them assumed on their nodes (kube-scheduler's assume + asynchronous bind);
 - one batch settling: a finished batch's failures (RecordFailure: nominations, evictions,
-  FailedScheduling) committed and read back while the next batch runs with their nominations assumed.
+  FailedScheduling) committed and read back while the next batch runs with their nominations assumed;
+- one batch of pod-group writes in flight: the RecordPodGroupResult calls of pod groups whose every
+  pod was placed, committed while the next batch's pod-group cycles (SchedulePodGroups) run with
+  those pods assumed on their nodes. Only such groups are left in flight: their writes are binds,
+  and no pod of theirs goes back to the queue unless the binder refuses them.
 
-The pipeline (`BatchPipeline`), two independent slots, at most one of each:
+The pipeline (`BatchPipeline`), three slots, at most one of each; a Bind and pod-group writes are
+never in flight together (each kind of batch assumes only its own kind of placements):
 
-    bind slot:    IDLE --start_bind--> BINDING --finish_bind--> IDLE
-    settle slot:  IDLE --start_settling--> SETTLING --finish_settling--> IDLE
+    bind slot:         IDLE --start_bind--> BINDING --finish_bind--> IDLE
+    settle slot:       IDLE --start_settling--> SETTLING --finish_settling--> IDLE
+    group-write slot:  IDLE --start_group_writes--> WRITING --finish_group_writes--> IDLE
 
 One pod's attempt (`Attempt`):
 
@@ -31,10 +37,12 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
-from podsched.api.types import Pod
+from podsched.api.types import Pod, PodGroup
+from podsched.framework.status import Code
 from podsched.queue import scheduling_queue as sq
 from podsched.scheduler.driver import SchedulingFailure
 from podsched_proto.filter.v1 import filter_pb2
+from podsched_proto.preemption.v1 import preemption_pb2
 
 
 class PipelineError(RuntimeError):
@@ -116,6 +124,29 @@ class PendingFailure:
 
 
 @dataclass
+class PendingPodGroup:
+    """A decided pod group whose writes (RecordPodGroupResult: its binds, or its evictions and
+    failures) are on their way to the binder. `preempting`: its pod-group preemption sends
+    evictions (starts_async_preemption), read before the binder evicted the victims."""
+
+    group: PodGroup
+    attempts: list[Attempt]
+    decided: preemption_pb2.SchedulePodGroupResponse
+    preempting: bool
+    written: Awaitable[Any]
+
+    @property
+    def placed(self) -> list[tuple[Attempt, str]]:
+        return [(a, p.node_name) for a, p in zip(self.attempts, self.decided.pods, strict=True) if p.node_name]
+
+    @property
+    def binds_only(self) -> bool:
+        """Scheduled with every pod placed: the writes are its binds, and its pods leave the queue
+        once they are accepted."""
+        return self.decided.code == int(Code.SUCCESS) and all(p.node_name for p in self.decided.pods)
+
+
+@dataclass
 class Settling:
     """A finished batch's failures being committed and read back, and the nominations they carry,
     which the next batch assumes until the log has them."""
@@ -139,15 +170,19 @@ class Batch:
 
 
 class BatchPipeline:
-    """At most one Bind in flight and at most one batch settling (see the module docstring)."""
+    """At most one Bind in flight, at most one batch settling and at most one batch of pod-group
+    writes in flight (see the module docstring)."""
 
     def __init__(self) -> None:
         self.bind: PendingBind | None = None
         self.settling: Settling | None = None
+        self.group_writes: list[PendingPodGroup] | None = None
 
     def start_bind(self, placed: list[tuple[Attempt, str]], call: Awaitable[Any]) -> None:
         if self.bind is not None:
             raise PipelineError("a Bind is already in flight: finish it before starting another")
+        if self.group_writes is not None:
+            raise PipelineError("pod-group writes are in flight: finish them before a Bind")
         if not placed:
             raise PipelineError("a Bind needs at least one placed pod")
         for attempt, _ in placed:
@@ -161,11 +196,39 @@ class BatchPipeline:
         pending, self.bind = self.bind, None
         return pending
 
+    def start_group_writes(self, groups: list[PendingPodGroup]) -> None:
+        """Leave the decided groups' writes in flight; the attempts of their pods are BINDING."""
+        if self.group_writes is not None:
+            raise PipelineError("pod-group writes are already in flight: finish them before sending more")
+        if self.bind is not None:
+            raise PipelineError("a Bind is in flight: finish it before leaving pod-group writes in flight")
+        if not groups:
+            raise PipelineError("pod-group writes need at least one group")
+        for group in groups:
+            if not group.binds_only:
+                raise PipelineError(
+                    f"pod group {group.group.namespace}/{group.group.name}: only a group whose every pod "
+                    "was placed is left in flight"
+                )
+            for attempt in group.attempts:
+                if attempt.state is not AttemptState.BINDING:
+                    raise PipelineError(f"attempt of {attempt.pod.name}: {attempt.state.value}, not binding")
+        self.group_writes = groups
+
+    def finish_group_writes(self) -> list[PendingPodGroup]:
+        """The pod-group writes in flight, whose answers the caller now takes; the slot is free again."""
+        if self.group_writes is None:
+            raise PipelineError("no pod-group writes in flight")
+        groups, self.group_writes = self.group_writes, None
+        return groups
+
     def assumed_binds(self) -> list[filter_pb2.AssumedBind]:
-        """The pods of the Bind in flight on their nodes, for the next FindNodes."""
-        if self.bind is None:
-            return []
-        return [filter_pb2.AssumedBind(pod_uid=a.pod.uid, node_name=node) for a, node in self.bind.placed]
+        """The pods of the Bind or of the pod-group writes in flight on their nodes, for the next
+        FindNodes or SchedulePodGroups."""
+        placed = list(self.bind.placed) if self.bind is not None else []
+        for group in self.group_writes or ():
+            placed.extend(group.placed)
+        return [filter_pb2.AssumedBind(pod_uid=a.pod.uid, node_name=node) for a, node in placed]
 
     def begin_batch(self) -> Batch:
         """A batch's cycles assume the nominations of the batch still settling, if one is."""

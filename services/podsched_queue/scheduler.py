@@ -16,7 +16,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from podsched.api.types import Pod, PodGroup
@@ -41,6 +40,7 @@ from .pipeline import (
     Batch,
     BatchPipeline,
     PendingFailure,
+    PendingPodGroup,
 )
 
 log = logging.getLogger(__name__)
@@ -120,17 +120,6 @@ def pod_group_result_label(
     return "waiting_on_preemption" if decided.waiting_on_preemption else "unschedulable"
 
 
-@dataclass(slots=True)
-class _SentPodGroup:
-    """A decided group of a SchedulePodGroups batch whose RecordPodGroupResult is under way."""
-
-    group: PodGroup
-    attempts: list[Attempt]
-    decided: preemption_pb2.SchedulePodGroupResponse
-    preempting: bool  # starts_async_preemption, read before the binder evicted the victims
-    written: asyncio.Future[binder_pb2.RecordPodGroupResultResponse]
-
-
 class Scheduler:
     def __init__(
         self,
@@ -191,6 +180,8 @@ class Scheduler:
             await self._finish_settling()
         elif self.pipeline.bind is not None:
             await self._drain_bind()  # nothing to overlap it with: finish it before waiting
+        elif self.pipeline.group_writes is not None:
+            await self._drain_group_writes()
         else:
             await self._wait()
 
@@ -210,6 +201,8 @@ class Scheduler:
             if groups:
                 await self.schedule_pod_groups(groups)
             else:
+                if self.pipeline.group_writes is not None:  # FindNodes does not assume a group's binds
+                    await self._finish_group_writes_before(batch)
                 await self.schedule_batch(batch)
         except asyncio.CancelledError:
             raise
@@ -283,13 +276,24 @@ class Scheduler:
         evictions must be in the log before another cycle runs): the groups after it go back to the
         queue untried. Each decided group's writes are one binder operation (RecordPodGroupResult:
         the gang binds whole or not at all), all sent at once, so the binder commits them in one or
-        a few transactions. The cycles run on a view with every earlier batch's binds and failures in
-        the log. Once the writes are read back, the pods that did not bind go back to the queue as in
-        `simulate` (ScheduleOneDriver): a rejected group as one entity that backs off and is retried
-        when its backoff ends."""
+        a few transactions.
+
+        The previous batch's writes overlap this batch's cycles when they are binds only (every
+        group scheduled with every pod placed, nothing sent back): this request assumes those pods
+        on their nodes (`assumed_binds`) instead of waiting for the log to have them, and this
+        batch's writes are sent once those are answered, in the same order as one batch after the
+        other. What such an assumption cannot stand for is given up and cycled again on the log
+        (see `_decided_on_the_log_as_it_is`). Every other batch's writes are read back before the
+        next cycle. Once a group's writes are answered (and, when pods go back, read back), the
+        pods that did not bind go back to the queue as in `simulate` (ScheduleOneDriver): a
+        rejected group as one entity that backs off and is retried when its backoff ends."""
         await self._finish_settling()
         if self.pipeline.bind is not None:
             await self._drain_bind()
+        if self._writing(groups):
+            # The group's own pods in the writes count as its scheduled pods (GangScheduling's
+            # quorum), which an assumed bind does not: its cycle runs on the log with them.
+            await self._finish_group_writes_before([info for _, infos in groups for info in infos])
         cycled = [(group, attempts) for group, infos in groups if (attempts := self._pod_group_attempts(group, infos))]
         started = [attempt for _, attempts in cycled for attempt in attempts]
         if not started:
@@ -297,6 +301,7 @@ class Scheduler:
         self.cycles += len(started)
         try:
             with self.observer.batch(started):
+                overlapped = self.pipeline.group_writes is not None
                 answer = await self.preemption.schedule_pod_groups(
                     preemption_pb2.SchedulePodGroupsRequest(
                         groups=[
@@ -311,40 +316,48 @@ class Scheduler:
                             for group, attempts in cycled
                         ],
                         min_resource_version=self.written.view_version,
+                        assumed_binds=self.pipeline.assumed_binds(),
                     )
                 )
                 decided = list(zip(cycled, answer.decided, strict=False))
+                if overlapped:
+                    decided = await self._decided_on_the_log_as_it_is(decided, started)
                 self._requeue([a for _, attempts in cycled[len(decided) :] for a in attempts])
-                sent = []
-                for (group, attempts), outcome in decided:
-                    # starts_async_preemption: read before the binder evicts the victims.
-                    preempting = outcome.waiting_on_preemption and sends_evictions(
-                        self.pods_by_uid(uid) for uid in outcome.victim_uids
-                    )
-                    for attempt, pod_outcome in zip(attempts, outcome.pods, strict=True):
-                        if pod_outcome.node_name:
-                            attempt.bind_started()
-                        else:
-                            attempt.failure_sent()
-                    written = asyncio.ensure_future(
-                        self.binder.record_pod_group_result(
-                            binder_pb2.RecordPodGroupResultRequest(
-                                namespace=group.namespace,
-                                name=group.name,
-                                code=outcome.code,
-                                message=outcome.message,
-                                waiting_on_preemption=outcome.waiting_on_preemption,
-                                pods=outcome.pods,
-                                victim_uids=outcome.victim_uids,
-                            )
-                        )
-                    )
-                    sent.append(_SentPodGroup(group, attempts, outcome, preempting, written))
-            await self._finish_pod_groups(sent)
-        finally:
+                sent = [self._send_pod_group_result(group, attempts, outcome) for (group, attempts), outcome in decided]
+            if sent and len(decided) == len(cycled) and all(group.binds_only for group in sent):
+                self.pipeline.start_group_writes(sent)  # answered while the next batch is cycled
+            elif sent:
+                await self._finish_pod_groups(sent, read_back=True)
+        except BaseException:
             for attempt in started:
                 if attempt.state is not AttemptState.FINISHED:  # an exception cut its cycle short
                     self._finish(attempt, ERROR)
+            raise
+
+    async def _decided_on_the_log_as_it_is(
+        self,
+        decided: list[tuple[tuple[PodGroup, list[Attempt]], preemption_pb2.SchedulePodGroupResponse]],
+        started: list[Attempt],
+    ) -> list[tuple[tuple[PodGroup, list[Attempt]], preemption_pb2.SchedulePodGroupResponse]]:
+        """The decisions of a batch cycled while the previous batch's binds were in flight (assumed),
+        once those are answered, cut to what one batch after the other would have decided:
+        - a bind refused or a write failed: the batch was cycled on pods that did not bind, and every
+          group goes back untried (a failed write raises once they are back);
+        - the last group not scheduled: its rejection or pod-group preemption reads more of the
+          cluster than where pods sit (the victims' start times and groups, the PDBs), which an
+          assumed bind does not give; it goes back untried and, with this batch's writes read back
+          first, is cycled again on the log. The scheduled groups before it stand: Filter and Score
+          see an assumed pod as a bound one."""
+        try:
+            all_bound = await self._finish_group_writes()
+        except Exception:
+            self._requeue(started)
+            raise
+        if not all_bound:
+            return []
+        if decided and decided[-1][1].code != int(Code.SUCCESS):
+            return decided[:-1]
+        return decided
 
     def _pod_group_attempts(self, group: PodGroup, infos: list[sq.QueuedPodInfo]) -> list[Attempt]:
         """The group's popped pods that are still to schedule (skipPodGroupPodSchedule), in queue
@@ -357,25 +370,107 @@ class Scheduler:
             attempts.append(attempt)
         return attempts
 
-    async def _finish_pod_groups(self, sent: list[_SentPodGroup]) -> None:
-        """The groups' writes answered, then read back by this queue's replica, then each pod's
-        outcome: bound, or back to the queue. A write that failed raises once the others are handled
-        (`_schedule_or_back_off` retries its pods after backoff)."""
+    def _send_pod_group_result(
+        self, group: PodGroup, attempts: list[Attempt], decided: preemption_pb2.SchedulePodGroupResponse
+    ) -> PendingPodGroup:
+        """Start a decided group's RecordPodGroupResult; `_finish_pod_groups` takes its answer."""
+        # starts_async_preemption: read before the binder evicts the victims.
+        preempting = decided.waiting_on_preemption and sends_evictions(
+            self.pods_by_uid(uid) for uid in decided.victim_uids
+        )
+        for attempt, pod_outcome in zip(attempts, decided.pods, strict=True):
+            if pod_outcome.node_name:
+                attempt.bind_started()
+            else:
+                attempt.failure_sent()
+        written = asyncio.ensure_future(
+            self.binder.record_pod_group_result(
+                binder_pb2.RecordPodGroupResultRequest(
+                    namespace=group.namespace,
+                    name=group.name,
+                    code=decided.code,
+                    message=decided.message,
+                    waiting_on_preemption=decided.waiting_on_preemption,
+                    pods=decided.pods,
+                    victim_uids=decided.victim_uids,
+                )
+            )
+        )
+        return PendingPodGroup(group, attempts, decided, preempting, written)
+
+    def _writing(self, groups: list[tuple[PodGroup, list[sq.QueuedPodInfo]]]) -> bool:
+        """Whether one of `groups` has pods in the pod-group writes in flight."""
+        in_flight = {(sent.group.namespace, sent.group.name) for sent in self.pipeline.group_writes or ()}
+        return any((group.namespace, group.name) in in_flight for group, _ in groups)
+
+    async def _finish_group_writes(self) -> bool:
+        """Wait for the pod-group writes in flight, if any, and settle their pods; True if every pod
+        in them bound. A failed write raises once the others are settled, its pods backed off."""
+        if self.pipeline.group_writes is None:
+            return True
+        return await self._finish_pod_groups(self.pipeline.finish_group_writes(), read_back=False)
+
+    async def _finish_group_writes_before(self, popped: list[sq.QueuedPodInfo]) -> None:
+        """Settle the pod-group writes in flight before cycling pods that must see them in the log;
+        if a write failed, the popped pods go back untried and the error is raised."""
+        try:
+            await self._finish_group_writes()
+        except Exception:
+            for info in popped:
+                self.queue.unpop(info)
+            raise
+
+    async def _drain_group_writes(self) -> None:
+        """Nothing popped to overlap the pod-group writes with: settle them before waiting."""
+        try:
+            await self._finish_group_writes()
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the binder is down or restarting: the pods backed off
+            log.warning("writing pod groups failed: %s", error)
+            await asyncio.sleep(RETRY_PAUSE)
+
+    async def _finish_pod_groups(self, sent: list[PendingPodGroup], *, read_back: bool) -> bool:
+        """The groups' writes answered, then each pod's outcome: bound, or back to the queue once
+        this queue's replica has read the writes back (the failures' own writes must not count as
+        new events). `read_back`: wait for the replica even if every pod bound, so the next cycle
+        pops after the binds' events. Returns whether every pod bound. A write that failed raises
+        once the others are settled, its pods backed off (`_schedule_or_back_off` pauses)."""
         answers = await asyncio.gather(*(group.written for group in sent), return_exceptions=True)
-        for answer in answers:
+        all_bound = True
+        for group, answer in zip(sent, answers, strict=True):
             if isinstance(answer, binder_pb2.RecordPodGroupResultResponse):
                 self.written.saw(answer.resource_version, answer.event_sequence)
-        await self.written.caught_up()
-        failed: BaseException | None = None
-        for group, answer in zip(sent, answers, strict=True):
-            if isinstance(answer, BaseException):
-                failed = failed or answer
+                bound = set(answer.bound_pod_uids)
+                all_bound = all_bound and all(attempt.pod.uid in bound for attempt in group.attempts)
             else:
-                self._pod_group_written(group, answer)
+                all_bound = False
+        failed: BaseException | None = None
+        try:
+            if read_back or not all_bound:
+                await self.written.caught_up()
+        finally:
+            for group, answer in zip(sent, answers, strict=True):
+                if isinstance(answer, BaseException):
+                    failed = failed or answer
+                    self._pod_group_not_written(group, answer)
+                else:
+                    self._pod_group_written(group, answer)
         if failed is not None:
             raise failed
+        return all_bound
 
-    def _pod_group_written(self, sent: _SentPodGroup, written: binder_pb2.RecordPodGroupResultResponse) -> None:
+    def _pod_group_not_written(self, sent: PendingPodGroup, error: BaseException) -> None:
+        """A group whose write failed (the binder down or restarting): its pods back off with an error."""
+        attempts = sent.attempts
+        self.observer.pod_group_finished(attempts[0].pod.spec.scheduler_name, ERROR, attempts[0].began)
+        for attempt in attempts:
+            fresh = self.queue.info(attempt.pod.uid)
+            if fresh is not None:
+                self._back_off(fresh, error)
+            self._finish(attempt, ERROR)
+
+    def _pod_group_written(self, sent: PendingPodGroup, written: binder_pb2.RecordPodGroupResultResponse) -> None:
         """One group's pods after its writes are in the log: bound, or back to the queue."""
         attempts, decided = sent.attempts, sent.decided
         self.observer.pod_group_finished(

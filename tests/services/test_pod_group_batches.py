@@ -1,7 +1,7 @@
-"""SchedulePodGroups decides the pod groups of one request in order, each with the pods of the groups
-scheduled before it assumed on their nodes, and stops after the first group that is not scheduled
-(services/podsched_preemption/service.py). Asked over real gRPC with the queue stopped, so the
-request is the only thing that places them."""
+"""SchedulePodGroups decides the pod groups of one request in order, each with the caller's binds in
+flight (assumed_binds) and the pods of the groups scheduled before it assumed on their nodes, and
+stops after the first group that is not scheduled (services/podsched_preemption/service.py). Asked
+over real gRPC with the queue stopped, so the request is the only thing that places them."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def member(name: str, group: str) -> dict[str, Any]:
     return pod(name, "low-priority", "1", spec={"schedulingGroup": {"podGroupName": group}})
 
 
-def test_each_group_of_a_request_sees_the_groups_scheduled_before_it_and_a_rejected_one_ends_it(
+def test_each_group_of_a_request_sees_the_binds_in_flight_and_the_groups_before_it_and_a_rejected_one_ends_it(
     gang_stack: ServiceStack,
 ) -> None:
     api = Api(gang_stack.server)
@@ -101,3 +101,22 @@ def test_each_group_of_a_request_sees_the_groups_scheduled_before_it_and_a_rejec
     assert "2 Insufficient cpu" in messages[0], messages
     # The assumptions lasted only for the request: nothing was written, the same request decides the same.
     assert again.decided == answer.decided
+
+    # g3 alone fits; with g1's and g2's placements as binds in flight (the queue's next batch while
+    # their writes are committed) it does not, as if they were in the log.
+    alone = preemption_pb2.SchedulePodGroupsRequest(groups=[request.groups[2]], min_resource_version=version)
+    in_flight = [
+        filter_pb2.AssumedBind(pod_uid=outcome.pod_uid, node_name=outcome.node_name)
+        for decided in answer.decided[:2]
+        for outcome in decided.pods
+    ]
+    after = preemption_pb2.SchedulePodGroupsRequest(
+        groups=[request.groups[2]], min_resource_version=version, assumed_binds=in_flight
+    )
+    with grpc.insecure_channel(gang_stack.settings.addresses["preemption"]) as channel:
+        stub = preemption_pb2_grpc.PreemptionStub(channel)
+        (on_its_own,) = stub.SchedulePodGroups(alone, timeout=30).decided
+        (behind_the_binds,) = stub.SchedulePodGroups(after, timeout=30).decided
+    assert on_its_own.code == SUCCESS
+    assert behind_the_binds.code == UNSCHEDULABLE
+    assert "2 Insufficient cpu" in behind_the_binds.pods[0].message, behind_the_binds.pods[0].message

@@ -33,6 +33,7 @@ from podsched_queue.pipeline import (
     AttemptState,
     BatchPipeline,
     PendingFailure,
+    PendingPodGroup,
     PipelineError,
 )
 from podsched_queue.scheduler import Scheduler
@@ -131,8 +132,9 @@ class FakePreemption:
 
 @dataclass
 class FakeBinder:
-    """Accepts every bind unless `refuse` names the pod; `down` makes every Bind fail as a lost
-    connection does; a Bind waits for `gate` when one is set."""
+    """Accepts every bind unless `refuse` names the pod (a pod group's: none of its pods binds);
+    `down` makes every Bind and RecordPodGroupResult fail as a lost connection does; a Bind waits
+    for `gate` when one is set."""
 
     refuse: set[str] = field(default_factory=set)
     down: bool = False
@@ -163,10 +165,16 @@ class FakeBinder:
         self, request: binder_pb2.RecordPodGroupResultRequest
     ) -> binder_pb2.RecordPodGroupResultResponse:
         self.group_results.append(request)
+        if self.down:
+            raise ConnectionError("binder unavailable")
         self.version += 1
         bound = [p.pod_uid for p in request.pods if p.node_name] if request.code == int(Code.SUCCESS) else []
+        refused = "refused" if self.refuse.intersection(bound) else ""
         return binder_pb2.RecordPodGroupResultResponse(
-            bound_pod_uids=bound, resource_version=self.version, event_sequence=self.version
+            bound_pod_uids=[] if refused else bound,
+            bind_error=refused,
+            resource_version=self.version,
+            event_sequence=self.version,
         )
 
 
@@ -294,12 +302,18 @@ def test_groups_popped_in_a_row_are_cycled_in_one_request_and_written_at_once() 
             (g, [h.uid(f"{g}-0"), h.uid(f"{g}-1")]) for g in groups
         ]
         assert request.min_resource_version == 5
+        # Every pod placed: the writes are left in flight for the next batch to overlap.
+        writes = h.scheduler.pipeline.group_writes
+        assert writes is not None and [w.group.name for w in writes] == ["g1", "g2", "g3"]
+        assert h.telemetry.results == []
+        await h.scheduler.run_once()  # then the pod outside any group, once the writes are answered
         assert [r.name for r in h.binder.group_results] == ["g1", "g2", "g3"]  # one write per group
-        assert sorted(h.written.seen) == [101, 102, 103]
-        assert [name for name, result in h.telemetry.results if result == SCHEDULED] == [p.name for p in pods]
-        assert h.filter.requests == []
-        await h.scheduler.run_once()  # then the pod outside any group
-        assert [p.uid for p in h.filter.requests[0].pods] == [h.uid("loose")]
+        assert sorted(h.written.seen)[:3] == [101, 102, 103]
+        assert [name for name, result in h.telemetry.results if result == SCHEDULED][:6] == [p.name for p in pods]
+        (find,) = h.filter.requests
+        assert [p.uid for p in find.pods] == [h.uid("loose")]
+        # FindNodes does not assume a group's binds: it reads them from the log.
+        assert find.min_resource_version == 103 and list(find.assumed_binds) == []
 
     run(scenario)
 
@@ -327,7 +341,126 @@ def test_a_rejected_group_ends_the_batch_and_the_groups_after_it_go_back_untried
         await h.scheduler.run_once()  # g3 first in the next batch, on a view with the writes before it
         request = h.preemption.group_requests[-1]
         assert [g.name for g in request.groups] == ["g3"] and request.min_resource_version == 102
-        assert [name for name, result in h.telemetry.results[6:]] == ["g3-0", "g3-1"]
+        await h.scheduler.run_once()  # nothing left to pop: g3's writes, left in flight, are settled
+        assert h.telemetry.results[6:] == [("g3-0", SCHEDULED), ("g3-1", SCHEDULED)]
+
+    run(scenario)
+
+
+def one_group_per_batch(group_nodes: dict[str, str], *, binder: FakeBinder | None = None) -> Harness:
+    """Gangs g1, g2, g3 of two pods in that order, one per batch; `group_nodes`: where each fits."""
+    groups = {name: gang(name, 2) for name in ("g1", "g2", "g3")}
+    pods = [member(f"{g}-{i}", g, HIGH_PRIORITY - k) for k, g in enumerate(groups) for i in range(2)]
+    h = Harness(pods, {}, batch_size=2, pod_groups=groups, binder=binder)
+    h.preemption.group_nodes = group_nodes
+    return h
+
+
+def binds_of(request: preemption_pb2.SchedulePodGroupsRequest) -> list[tuple[str, str]]:
+    return [(b.pod_uid, b.node_name) for b in request.assumed_binds]
+
+
+def test_the_next_groups_are_cycled_with_the_binds_in_flight_assumed_and_written_after_them() -> None:
+    async def scenario() -> None:
+        h = one_group_per_batch({"g1": "n1", "g2": "n2", "g3": "n3"})
+        await h.scheduler.run_once()  # g1, its writes left in flight
+        await h.scheduler.run_once()  # g2, cycled while g1 binds
+        first, second = h.preemption.group_requests
+        assert binds_of(first) == []
+        # g2's cycle did not wait for g1's write to reach the log: it assumed g1's pods on n1.
+        assert second.min_resource_version == 5
+        assert binds_of(second) == [(h.uid("g1-0"), "n1"), (h.uid("g1-1"), "n1")]
+        # g1's write answered before g2's was sent: the binder gets them in queue order.
+        assert [r.name for r in h.binder.group_results] == ["g1"]
+        assert h.telemetry.results == [("g1-0", SCHEDULED), ("g1-1", SCHEDULED)]
+        writes = h.scheduler.pipeline.group_writes
+        assert writes is not None and [w.group.name for w in writes] == ["g2"]
+        await h.scheduler.run_once()  # g3, with g2 assumed
+        assert binds_of(h.preemption.group_requests[2]) == [(h.uid("g2-0"), "n2"), (h.uid("g2-1"), "n2")]
+        await h.scheduler.run_once()  # nothing to pop: g3's writes are settled
+        assert h.scheduler.pipeline.group_writes is None
+        assert [r.name for r in h.binder.group_results] == ["g1", "g2", "g3"]
+        assert [result for _, result in h.telemetry.results] == [SCHEDULED] * 6
+
+    run(scenario)
+
+
+def test_a_group_rejected_while_binds_were_assumed_goes_back_and_is_cycled_again_on_the_log() -> None:
+    async def scenario() -> None:
+        h = one_group_per_batch({"g1": "n1", "g3": "n3"})  # g2 fits nowhere
+        await h.scheduler.run_once()  # g1, its writes left in flight
+        await h.scheduler.run_once()  # g2, rejected on a view with g1 assumed: given up
+        assert [r.name for r in h.binder.group_results] == ["g1"]
+        assert h.telemetry.results[2:] == [("g2-0", REQUEUED), ("g2-1", REQUEUED)]
+        for name in ("g2-0", "g2-1"):  # as if never popped
+            info = h.queue.info(h.uid(name))
+            assert info is not None and info.attempts == 0 and h.queue.location(h.uid(name)) == sq.ACTIVE
+        assert h.scheduler.pipeline.group_writes is None
+        await h.scheduler.run_once()  # g2 again, on the log with g1's binds
+        third = h.preemption.group_requests[2]
+        assert [g.name for g in third.groups] == ["g2"]
+        assert binds_of(third) == [] and third.min_resource_version == 101
+        assert [r.name for r in h.binder.group_results] == ["g1", "g2"]
+        assert h.telemetry.results[4:] == [("g2-0", UNSCHEDULABLE), ("g2-1", UNSCHEDULABLE)]
+        assert h.queue.location(h.uid("g2-0")) == sq.BACKOFF
+
+    run(scenario)
+
+
+def test_a_refused_group_write_sends_the_groups_cycled_on_it_back_untried() -> None:
+    async def scenario() -> None:
+        h = one_group_per_batch({"g1": "n1", "g2": "n2", "g3": "n3"})
+        h.binder.refuse = {h.uid("g1-0")}
+        await h.scheduler.run_once()  # g1, its writes left in flight
+        await h.scheduler.run_once()  # g2, cycled on g1's binds, which the binder refuses
+        assert [r.name for r in h.binder.group_results] == ["g1"]
+        assert h.telemetry.results == [
+            ("g1-0", ERROR),
+            ("g1-1", ERROR),
+            ("g2-0", REQUEUED),
+            ("g2-1", REQUEUED),
+        ]
+        assert h.queue.location(h.uid("g1-0")) == sq.BACKOFF
+        assert h.queue.location(h.uid("g2-0")) == sq.ACTIVE
+        await h.scheduler.run_once()  # g2 again, on the log without g1
+        third = h.preemption.group_requests[2]
+        assert [g.name for g in third.groups] == ["g2"] and binds_of(third) == []
+        assert third.min_resource_version == 101
+
+    run(scenario)
+
+
+def test_a_failed_group_write_backs_its_pods_off_and_sends_the_next_groups_back_untried() -> None:
+    async def scenario() -> None:
+        h = one_group_per_batch({"g1": "n1", "g2": "n2", "g3": "n3"}, binder=FakeBinder(down=True))
+        await h.scheduler.run_once()  # g1, its writes left in flight
+        await h.scheduler.run_once()  # g2, cycled while g1's write fails
+        assert h.telemetry.results == [
+            ("g1-0", ERROR),
+            ("g1-1", ERROR),
+            ("g2-0", REQUEUED),
+            ("g2-1", REQUEUED),
+        ]
+        assert h.queue.location(h.uid("g1-0")) == sq.BACKOFF
+        assert h.queue.location(h.uid("g2-0")) == sq.ACTIVE
+        assert h.scheduler.pipeline.group_writes is None
+
+    run(scenario)
+
+
+def test_a_group_popped_again_while_its_writes_are_in_flight_is_cycled_once_they_are_in_the_log() -> None:
+    async def scenario() -> None:
+        h = one_group_per_batch({"g1": "n1", "g2": "n2", "g3": "n3"})
+        await h.scheduler.run_once()  # g1, its writes left in flight
+        late = member("g1-2", "g1", HIGH_PRIORITY)  # a third pod of g1, queued while g1 binds
+        h.pods[late.uid] = late
+        h.queue.add(late)
+        await h.scheduler.run_once()
+        second = h.preemption.group_requests[1]
+        assert [g.name for g in second.groups] == ["g1", "g2"]
+        # g1's bound pods count towards its quorum only once they are in the log.
+        assert binds_of(second) == [] and second.min_resource_version == 101
+        assert h.telemetry.results[:2] == [("g1-0", SCHEDULED), ("g1-1", SCHEDULED)]
 
     run(scenario)
 
@@ -541,6 +674,33 @@ def test_illegal_pipeline_transitions_raise() -> None:
         pipeline.start_settling(batch, done)
         with pytest.raises(PipelineError):  # at most one batch settling
             pipeline.start_settling(batch, done)
+        placed = attempt("d")
+        placed.bind_started()
+        group = PodGroup(ObjectMeta(name="g", namespace="default"))
+        bound = preemption_pb2.SchedulePodGroupResponse(
+            code=int(Code.SUCCESS), pods=[binder_pb2.PodGroupPodOutcome(pod_uid=placed.pod.uid, node_name="n1")]
+        )
+        with pytest.raises(PipelineError):  # a Bind and pod-group writes are never in flight together
+            pipeline.start_group_writes([PendingPodGroup(group, [placed], bound, False, done)])
+        pipeline.finish_bind()
+        rejected = attempt("e")
+        rejected.failure_sent()
+        unplaced = preemption_pb2.SchedulePodGroupResponse(
+            code=int(Code.UNSCHEDULABLE), pods=[binder_pb2.PodGroupPodOutcome(pod_uid=rejected.pod.uid)]
+        )
+        with pytest.raises(PipelineError):  # only a group whose every pod was placed is left in flight
+            pipeline.start_group_writes([PendingPodGroup(group, [rejected], unplaced, False, done)])
+        with pytest.raises(PipelineError):
+            pipeline.start_group_writes([])
+        pipeline.start_group_writes([PendingPodGroup(group, [placed], bound, False, done)])
+        assert [(b.pod_uid, b.node_name) for b in pipeline.assumed_binds()] == [(placed.pod.uid, "n1")]
+        with pytest.raises(PipelineError):  # at most one batch of pod-group writes in flight
+            pipeline.start_group_writes([PendingPodGroup(group, [placed], bound, False, done)])
+        with pytest.raises(PipelineError):
+            pipeline.start_bind([(attempt("f"), "n1")], done)
+        pipeline.finish_group_writes()
+        with pytest.raises(PipelineError):
+            pipeline.finish_group_writes()
         done.cancel()
 
     run(scenario)
