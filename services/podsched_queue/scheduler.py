@@ -225,13 +225,21 @@ class Scheduler:
             await self._settle(batch.failures)
 
     async def stop(self) -> None:
-        """Cancel the batch settling in the background, if any (the loop task is the caller's)."""
+        """Cancel the batch settling in the background and the pod-group writes in flight, if any
+        (the loop task is the caller's). A write the binder already took may still commit: the next
+        leader reads it from the log."""
         if self.pipeline.settling is not None:
             settling = self.pipeline.finish_settling().done
             if isinstance(settling, asyncio.Future):
                 settling.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await settling
+        if self.pipeline.group_writes is not None:
+            for sent in self.pipeline.finish_group_writes():
+                if isinstance(sent.written, asyncio.Future):
+                    sent.written.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await sent.written
 
     def _back_off(self, info: sq.QueuedPodInfo, error: BaseException) -> None:
         """A pod whose attempt an error cut short (a peer down or restarting), if it is still in flight
