@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import ctypes
+import functools
 import gc
 import logging
 import os
@@ -187,6 +188,7 @@ class _MallInfo2(ctypes.Structure):
     ]
 
 
+@functools.cache  # one handle: a CDLL per report would itself be cyclic garbage
 def _libc() -> ctypes.CDLL | None:
     try:
         libc = ctypes.CDLL("libc.so.6")
@@ -264,13 +266,23 @@ def totals_line(baseline: Totals) -> str:
 
 def collect_line() -> str:
     """Run a full collection and say what it found: cyclic garbage that waited for it (with gc_tuning's
-    thresholds the oldest generation is collected rarely) and the pymalloc bytes and RSS that freed."""
+    thresholds the older generations are collected rarely), by type, and the pymalloc bytes and RSS
+    that freed. The garbage is held for a moment (gc.DEBUG_SAVEALL) to be counted, then freed."""
     before_blocks, before_rss = pymalloc_bytes()[1], resident_bytes()
-    unreachable = gc.collect()
+    flags = gc.get_debug()
+    gc.set_debug(flags | gc.DEBUG_SAVEALL)
+    try:
+        unreachable = gc.collect()
+        kinds = collections.Counter(type(o).__name__ for o in gc.garbage)
+        gc.garbage.clear()
+    finally:
+        gc.set_debug(flags)
+    gc.collect()  # now the cycles the list held are garbage again, and freed
     after_blocks, after_rss = pymalloc_bytes()[1], resident_bytes()
     mib = 2**20
+    top = ", ".join(f"{name} {count}" for name, count in kinds.most_common(8))
     return (
-        f"full collection found {unreachable} unreachable objects, pymalloc blocks "
+        f"full collection found {unreachable} unreachable objects ({top}), pymalloc blocks "
         f"{(after_blocks - before_blocks) / mib:+.1f} MiB, rss {(after_rss - before_rss) / mib:+.1f} MiB"
     )
 
