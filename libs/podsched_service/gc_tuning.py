@@ -12,18 +12,48 @@ Freezing the rebuilt state (gc.freeze) was tried and dropped: it empties the lon
 CPython weighs full collections against, so they ran more often, and throughput did not improve.
 
 Reference counting frees nearly everything here; the collector only has to find cycles (asyncio
-tasks, exceptions with tracebacks), and finding them less often costs a little memory, not
-correctness."""
+tasks, exceptions with tracebacks, and one small cycle per gRPC call that grpc.aio's server builds
+around the call's details while it finds the method's handler). Finding them less often costs memory,
+and more than the garbage itself: with these thresholds a young collection waited for 50,000 net new
+objects (five to nine minutes of a soak's churn, 2 to 5 MiB of garbage), and a full one never came.
+The garbage is spread over pymalloc's 1 MiB arenas among objects that live on, and an arena goes back
+to the system only once all of it is free, so every wave of garbage left the resident set a little
+higher (docs/soak.md: RSS rose with pymalloc's arenas, 7 MiB in 9 minutes in the binder). A full
+collection on a timer (`collect_periodically`) bounds how long garbage waits, whatever the load:
+under a benchmark's load the thresholds still decide, at a soak's the timer does."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import logging
+import time
+
+log = logging.getLogger(__name__)
 
 # Net allocations between young collections, then young collections per middle one and middle ones
 # per full one (CPython also skips a full one until a quarter of the long-lived objects are new).
 THRESHOLDS = (50_000, 20, 100)
+# Seconds between timed full collections. A full collection walks every tracked object: a few
+# milliseconds at a soak's 120 pods, longer at tens of thousands; once a minute is under 1 % of a core
+# even where it takes half a second.
+FULL_COLLECTION_SECONDS = 60.0
+SLOW_COLLECTION_SECONDS = 0.1  # a pause worth a log line
 
 
 def tune_for_service() -> None:
     """Collect cycles less often: call once at process start."""
     gc.set_threshold(*THRESHOLDS)
+
+
+async def collect_periodically(interval: float = FULL_COLLECTION_SECONDS) -> None:
+    """Run a full collection every `interval` seconds, forever (a task on the service's event loop;
+    cancel it to stop): cyclic garbage waits at most that long, so it cannot ratchet the resident
+    set up between the thresholds' rare collections."""
+    while True:
+        await asyncio.sleep(interval)
+        began = time.perf_counter()
+        found = gc.collect()
+        took = time.perf_counter() - began
+        if took > SLOW_COLLECTION_SECONDS:
+            log.info("full collection took %.2f s (%d unreachable objects)", took, found)

@@ -61,6 +61,7 @@ def run_service(name: str, config_class: type, build: Build) -> None:
             tracer = memory_trace.start_from_environment(name)
         except ValueError as error:
             sys.exit(f"{name}: {error}")
+        collector = asyncio.get_running_loop().create_task(gc_tuning.collect_periodically(), name="gc")
         host = ServiceHost(name, config.listen_address, config.shutdown_grace_seconds, tls, credentials)
         try:
             service_name, start, stop = build(config, host.server)
@@ -68,6 +69,7 @@ def run_service(name: str, config_class: type, build: Build) -> None:
             sys.exit(f"{name}: {error}")
         host.add_service_names([service_name])
         await host.run(start, stop)
+        collector.cancel()
         if tracer is not None:
             tracer.cancel()
 
