@@ -16,13 +16,13 @@ Policy file (YAML):
       groups: [team-a-devs]
 
 The group `system:masters` is always a cluster admin (as upstream, where it bypasses RBAC). A
-tenant may create, get, list, watch and delete pods and poddisruptionbudgets, and get, list and
+tenant may create, get, list, watch and delete (one or a collection) pods and poddisruptionbudgets, and get, list and
 watch resourcequotas and events, in its namespaces; nothing at the cluster scope (no nodes, no
 priorityclasses, no list or watch across all namespaces). A cluster viewer may get, list and watch
 every kind and the events, in every namespace and at the cluster scope, and change nothing (as
 Kubernetes' `view` role, over all of podsched's kinds). Everything else is denied.
 
-Attributes follow kube-apiserver's: a verb (get, list, watch, create, patch, delete), a resource
+Attributes follow kube-apiserver's: a verb (get, list, watch, create, patch, delete, deletecollection), a resource
 (lower-case plural) and its API group, a namespace ("" at the cluster scope) and a name ("" for
 create, list and watch)."""
 
@@ -43,14 +43,14 @@ POLICY_KIND = "AuthorizationPolicy"
 READ_VERBS = frozenset({"get", "list", "watch"})
 # (API group, resource) -> the verbs a tenant has on it in its own namespaces.
 TENANT_RULES: Mapping[tuple[str, str], frozenset[str]] = {
-    ("", "pods"): READ_VERBS | {"create", "delete"},
-    ("policy", "poddisruptionbudgets"): READ_VERBS | {"create", "delete"},
+    ("", "pods"): READ_VERBS | {"create", "delete", "deletecollection"},
+    ("policy", "poddisruptionbudgets"): READ_VERBS | {"create", "delete", "deletecollection"},
     ("", "resourcequotas"): READ_VERBS,
     ("", "events"): READ_VERBS,
-    ("apps", "deployments"): READ_VERBS | {"create", "delete"},
-    ("apps", "replicasets"): READ_VERBS | {"create", "delete"},
-    ("batch", "jobs"): READ_VERBS | {"create", "delete"},
-    ("scheduling.k8s.io", "podgroups"): READ_VERBS | {"create", "delete"},
+    ("apps", "deployments"): READ_VERBS | {"create", "delete", "deletecollection"},
+    ("apps", "replicasets"): READ_VERBS | {"create", "delete", "deletecollection"},
+    ("batch", "jobs"): READ_VERBS | {"create", "delete", "deletecollection"},
+    ("scheduling.k8s.io", "podgroups"): READ_VERBS | {"create", "delete", "deletecollection"},
 }
 
 

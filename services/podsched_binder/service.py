@@ -30,6 +30,7 @@ from podsched.api.manifests import decode_object
 from podsched.api.types import ObjectMeta, Pod
 from podsched.cluster import events as ev
 from podsched.cluster.binder import BindError
+from podsched.cluster.delete_collection import Listed, ListedDeletion, delete_listed
 from podsched.cluster.failure import record_scheduling_failure
 from podsched.cluster.state import Cluster
 from podsched.cluster.store import REMOVED, Change
@@ -449,6 +450,22 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         deleted_json, (version, sequence) = await self._run(context, delete)
         return binder_pb2.DeleteResponse(object_json=deleted_json, resource_version=version, event_sequence=sequence)
 
+    async def DeleteMany(self, request: binder_pb2.DeleteManyRequest, context: grpc.aio.ServicerContext) -> Any:
+        """A DeleteCollection's listed objects, one operation of the write loop: their records commit
+        in one transaction instead of one per object."""
+        grace = request.grace_period_seconds if request.HasField("grace_period_seconds") else None
+        listed = [Listed(o.namespace, o.name, o.uid) for o in request.objects]
+
+        def delete_all(cluster: Cluster) -> list[ListedDeletion]:
+            return delete_listed(cluster, request.kind, listed, grace)
+
+        deletions, (version, sequence) = await self._run(context, delete_all)
+        return binder_pb2.DeleteManyResponse(
+            outcomes=[_delete_many_outcome(deletion) for deletion in deletions],
+            resource_version=version,
+            event_sequence=sequence,
+        )
+
     async def Bind(self, request: binder_pb2.BindRequest, context: grpc.aio.ServicerContext) -> Any:
         bindings = [(b.pod_uid, b.node_name, self.observer.trace_of(b.trace_context)) for b in request.bindings]
 
@@ -528,3 +545,15 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
 
         _, (version, sequence) = await self._run(context, record)
         return binder_pb2.RecordFailureResponse(resource_version=version, event_sequence=sequence)
+
+
+def _delete_many_outcome(deletion: ListedDeletion) -> binder_pb2.DeleteManyOutcome:
+    if deletion.deleted:
+        return binder_pb2.DeleteManyOutcome(
+            deleted=True, resource_version=deletion.resource_version, terminating=deletion.terminating
+        )
+    if deletion.error is not None:
+        return binder_pb2.DeleteManyOutcome(
+            code=status_code(deletion.error).value[0], message=deletion.error.kubectl_message()
+        )
+    return binder_pb2.DeleteManyOutcome(code=grpc.StatusCode.NOT_FOUND.value[0])

@@ -43,6 +43,7 @@ from podsched_service.log_history import ChangesAfter, EventsAfter, TooOld, read
 from podsched_service.scheduling import DRY_RUN_UID
 
 from .access import ApiCall, Target, events_target
+from .delete_collection import delete_collection
 from .peers import RPC_TIMEOUT
 from .watch import UNRESPONSIVE_CODE
 
@@ -327,6 +328,11 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         call.resource_version = deleted.resource_version
         call.object_json = deleted.object_json
         return api_pb2.DeleteResponse(object_json=deleted.object_json)
+
+    async def DeleteCollection(
+        self, request: api_pb2.DeleteCollectionRequest, context: grpc.aio.ServicerContext
+    ) -> Any:
+        return await delete_collection(self, request, context)
 
     async def ListEvents(self, request: api_pb2.ListEventsRequest, context: grpc.aio.ServicerContext) -> Any:
         service = self.service
