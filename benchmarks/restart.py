@@ -2,9 +2,11 @@
 cluster.
 
 The live cluster is --nodes nodes and --live pods (scheduled). History is churn through the public API:
---round pods created by ApplyBatch calls of 500, then deleted with no grace period (one Delete each), as
-the issue's reproduction does. The churned pods are created with a nodeName (as a DaemonSet's are), so
-they need no scheduling cycle; --churn-scheduled sends them through the scheduler instead. At each point
+--round pods created by ApplyBatch calls of 500, labelled with their round, then deleted with no grace
+period by one DeleteCollection of that label (`podsched delete pods -l churn-round=N --grace-period 0
+--force`; --churn-delete each: one Delete per pod, as the issue's reproduction did). The churned pods
+are created with a nodeName (as a DaemonSet's are), so they need no scheduling cycle; --churn-scheduled
+sends them through the scheduler instead (--churn-only: only the churn, its rate reported). At each point
 of --history (cumulative churned pods) every service is restarted on its own (SIGTERM, then started
 again; the time is from the start of the process to gRPC health SERVING, i.e. replaying the log
 included; --repeat times, the median reported; for the queue also the time until it has loaded the
@@ -49,7 +51,8 @@ from podsched_service.codec import mark_version, topics
 
 APPLY_BATCH = 500
 IN_FLIGHT = 4  # ApplyBatch calls at once
-DELETES_IN_FLIGHT = 64
+DELETES_IN_FLIGHT = 64  # Delete calls at once with --churn-delete each
+ROUND_LABEL = "churn-round"  # a churned pod's round: the first pod number of its round
 TEN_YEARS_MS = 10 * 365 * 86_400_000
 COMPACT_SOON = {
     "PODSCHED_OBJECTS_SEGMENT_MS": "500",
@@ -70,7 +73,7 @@ def node(index: int, labels: dict[str, str] | None = None) -> dict[str, Any]:
     }
 
 
-def pod(namespace: str, name: str, node_name: str = "") -> dict[str, Any]:
+def pod(namespace: str, name: str, node_name: str = "", labels: dict[str, str] | None = None) -> dict[str, Any]:
     """A pause pod; with `node_name` it is created bound (as a DaemonSet's or a static pod is) and
     needs no scheduling cycle."""
     resources = {"cpu": "10m", "memory": "10Mi"}
@@ -78,7 +81,8 @@ def pod(namespace: str, name: str, node_name: str = "") -> dict[str, Any]:
     spec: dict[str, Any] = {"containers": [container], "terminationGracePeriodSeconds": 0}
     if node_name:
         spec["nodeName"] = node_name
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+    metadata = {"name": name, "namespace": namespace, "labels": labels or {}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 async def apply_all(stub: Any, documents: list[dict[str, Any]]) -> None:
@@ -95,7 +99,18 @@ async def apply_all(stub: Any, documents: list[dict[str, Any]]) -> None:
     await asyncio.gather(*(worker() for _ in range(IN_FLIGHT)))
 
 
-async def delete_all(stub: Any, namespace: str, names: list[str]) -> None:
+async def delete_selected(stub: Any, namespace: str, selector: str, expected: int) -> None:
+    """One DeleteCollection, no grace period: the binder deletes the pods in a transaction per 1,000."""
+    request = api_pb2.DeleteCollectionRequest(
+        resource="pods", namespace=namespace, label_selector=selector, grace_period_seconds=0
+    )
+    reply = await stub.DeleteCollection(request, timeout=600)
+    if len(reply.deleted) != expected:
+        raise RuntimeError(f"DeleteCollection {selector!r} deleted {len(reply.deleted)} pods, not {expected}")
+
+
+async def delete_each(stub: Any, namespace: str, names: list[str]) -> None:
+    """One Delete per pod (DELETES_IN_FLIGHT at once), as before DeleteCollection."""
     pending = iter(names)
 
     async def worker() -> None:
@@ -198,18 +213,22 @@ def churning(follower: PodFollower) -> int:
 
 
 async def churn_round(stub: Any, follower: PodFollower, first: int, size: int, args: argparse.Namespace) -> str:
-    """Create `size` pods (ApplyBatch calls) and delete them again (one Delete each, grace period 0),
-    as the issue's reproduction does; returns how long each phase took. The pods are created with a
-    nodeName (as a DaemonSet's are) unless --churn-scheduled: the records on the log are the same,
-    without a scheduling cycle per pod."""
+    """Create `size` pods (ApplyBatch calls) labelled with their round and delete them again (grace
+    period 0: one DeleteCollection of the round's label, or one Delete each with --churn-delete each);
+    returns how long each phase took. The pods are created with a nodeName (as a DaemonSet's are)
+    unless --churn-scheduled: the records on the log are the same, without a scheduling cycle per pod."""
     began = time.monotonic()
     names = [f"churn-{first + i}" for i in range(size)]
     node_of = (lambda i: f"node-{i % args.nodes}") if args.churn_bound else (lambda i: "")
-    await apply_all(stub, [pod("churn", name, node_of(first + i)) for i, name in enumerate(names)])
+    labels = {ROUND_LABEL: str(first)}
+    await apply_all(stub, [pod("churn", name, node_of(first + i), labels) for i, name in enumerate(names)])
     applied = time.monotonic()
     await until(lambda: churning(follower) >= size, f"{size} churn pods bound", 600)
     bound = time.monotonic()
-    await delete_all(stub, "churn", names)
+    if args.churn_delete == "each":
+        await delete_each(stub, "churn", names)
+    else:
+        await delete_selected(stub, "churn", f"{ROUND_LABEL}={first}", size)
     await until(lambda: churning(follower) == 0, f"{size} churn pods deleted", 600)
     follower.deleted.clear()  # the follower's memory stays the size of a round
     ended = time.monotonic()
@@ -317,12 +336,14 @@ async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse
     both are timed under the same load on a shared machine."""
     fresh = MeasuredStack("fresh", mode, broker, run_dir)
     churned_stack = MeasuredStack(mode, mode, broker, run_dir)
+    # --churn-only measures the churn alone: no fresh stack, no restarts.
+    stacks = (churned_stack,) if args.churn_only else (fresh, churned_stack)
     results: list[dict[str, Any]] = []
     try:
-        for stack in (fresh, churned_stack):
+        for stack in stacks:
             await stack.start()
             await stack.build_live(args)
-        fresh_sizes = await fresh.log_sizes()
+        fresh_sizes = {} if args.churn_only else await fresh.log_sizes()
         churned = 0
         for point in sorted(set(args.history)):
             began = time.monotonic()
@@ -333,6 +354,19 @@ async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse
                 elapsed = time.monotonic() - began
                 print(f"{mode}: {churned} churned ({phases}; {elapsed:.0f} s so far)", file=sys.stderr, flush=True)
             churn_seconds = time.monotonic() - began
+            if args.churn_only:
+                line = {
+                    "mode": mode,
+                    "history_pods": churned,
+                    "live_nodes": args.nodes,
+                    "live_pods": args.live,
+                    "churn_delete": args.churn_delete,
+                    "churn_seconds": round(churn_seconds, 1),
+                    "churn_pods_per_second": round(point / churn_seconds, 1) if point and churn_seconds else None,
+                }
+                results.append(line)
+                print(json.dumps(line), flush=True)
+                continue
             after_churn = {
                 "objects_bytes_after_churn": topic_bytes(broker, churned_stack.objects_topic),
                 "events_bytes_after_churn": topic_bytes(broker, churned_stack.events_topic),
@@ -346,6 +380,7 @@ async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse
                 "live_pods": args.live,
                 "live_pods_created": "scheduled" if args.live_scheduled else "bound (nodeName)",
                 "churn_pods_created": "bound (nodeName)" if args.churn_bound else "scheduled",
+                "churn_delete": args.churn_delete,
                 **await churned_stack.log_sizes(),
                 **after_churn,
                 "churn_seconds": round(churn_seconds, 1),
@@ -376,7 +411,7 @@ async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse
                 results.append(line)
                 print(json.dumps(line), flush=True)
     finally:
-        for stack in (fresh, churned_stack):
+        for stack in stacks:
             await stack.stop()
     return results
 
@@ -437,7 +472,7 @@ async def main_async(args: argparse.Namespace) -> int:
                 results += await run_mode(mode, broker, Path(tmp) / "runs", args)
         finally:
             broker.stop()
-    if results and args.plot:
+    if results and args.plot and not args.churn_only:
         args.plot.parent.mkdir(parents=True, exist_ok=True)
         plot(results, args.plot)
         print(f"plot: {args.plot}", file=sys.stderr)
@@ -465,6 +500,17 @@ def main() -> None:
         dest="churn_bound",
         action="store_false",
         help="churned pods go through the scheduler (default: created with nodeName, no scheduling cycle)",
+    )
+    parser.add_argument(
+        "--churn-delete",
+        choices=("collection", "each"),
+        default="collection",
+        help="delete a round by one DeleteCollection of its label (default) or by one Delete per pod",
+    )
+    parser.add_argument(
+        "--churn-only",
+        action="store_true",
+        help="only churn to each history point and report the churn rate (no fresh stack, no restarts)",
     )
     parser.add_argument(
         "--services",

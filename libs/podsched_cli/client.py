@@ -102,6 +102,28 @@ class PodSchedClient:
         stored = json.loads(response.object_json) if response.object_json else {}
         return stored if isinstance(stored, dict) else {}
 
+    def delete_collection(
+        self,
+        resource: str,
+        namespace: str = "",
+        *,
+        all_namespaces: bool = False,
+        label_selector: str = "",
+        field_selector: str = "",
+        grace_period_seconds: int | None = None,
+    ) -> api_pb2.DeleteCollectionResponse:
+        request = api_pb2.DeleteCollectionRequest(
+            resource=resource,
+            namespace=namespace,
+            all_namespaces=all_namespaces,
+            label_selector=label_selector,
+            field_selector=field_selector,
+        )
+        if grace_period_seconds is not None:
+            request.grace_period_seconds = grace_period_seconds
+        response: api_pb2.DeleteCollectionResponse = self._call(self._stub.DeleteCollection, request)
+        return response
+
     def list_events(
         self, namespace: str = "", *, all_namespaces: bool = False, involved_uid: str = ""
     ) -> list[events_pb2.Event]:

@@ -380,6 +380,10 @@ def _delete(args: argparse.Namespace) -> int:
         raise UsageError(
             "when paths, URLs, or stdin is provided as input, you may not specify resource arguments as well"
         )
+    if args.all or args.selector or args.field_selector:
+        return _delete_collection(args)
+    if args.all_namespaces and args.resources:
+        raise UsageError("a resource cannot be retrieved by name across all namespaces")
     if not args.filename and not args.resources:
         raise UsageError("You must provide one or more resources by argument or filename.")
     failed = False
@@ -418,6 +422,61 @@ def _delete(args: argparse.Namespace) -> int:
                 failed = True
                 continue
             _out(delete_line(resource, name, force=args.force) + "\n")
+    return 1 if failed else 0
+
+
+def _delete_collection(args: argparse.Namespace) -> int:
+    """`delete KIND... --all | -l SELECTOR | --field-selector SELECTOR [-n NS | -A]`: one DeleteCollection
+    per kind; a line per deleted object as for a delete by name, `No resources found` when none matched."""
+    from podsched_cli.output import delete_line
+    from podsched_cli.resources import parse_targets
+
+    if args.filename:
+        raise UsageError("--all, --selector and --field-selector select objects by kind: give a KIND, not -f")
+    if args.all and args.selector:
+        raise UsageError("cannot set --all and --selector at the same time")
+    if args.all and args.field_selector:
+        raise UsageError("cannot set --all and --field-selector at the same time")
+    if not args.resources:
+        raise UsageError("You must provide one or more resources by argument or filename.")
+    kinds = []
+    for resource, name in parse_targets(args.resources):
+        if name is not None:
+            raise UsageError("name cannot be provided when a selector is specified")
+        kinds.append(resource)
+    grace = delete_grace_period(args.grace_period, args.force)
+    if args.force:
+        _err(
+            "Warning: Immediate deletion does not wait for confirmation that the running resource has been "
+            "terminated. The resource may continue to run on the cluster indefinitely."
+        )
+    deleted = 0
+    failed = False
+    with _connect(args) as client:
+        for resource in kinds:
+            try:
+                response = client.delete_collection(
+                    resource.plural,
+                    args.namespace or "",
+                    all_namespaces=args.all_namespaces,
+                    label_selector=args.selector,
+                    field_selector=args.field_selector,
+                    grace_period_seconds=grace,
+                )
+            except RequestFailedError as error:
+                if error.unreachable:
+                    raise
+                _err(str(error))
+                failed = True
+                continue
+            for obj in response.deleted:
+                _out(delete_line(resource, obj.name, force=args.force) + "\n")
+            for line in response.refused:
+                _err(line)
+            deleted += len(response.deleted)
+            failed = failed or bool(response.refused)
+    if not deleted and not failed:
+        _out("No resources found\n")
     return 1 if failed else 0
 
 
@@ -715,9 +774,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     get.set_defaults(handler=_get)
 
-    delete = commands.add_parser("delete", parents=shared, help="delete objects by name or by file")
-    delete.add_argument("resources", nargs="*", metavar="KIND NAME", help="KIND NAME... or KIND/NAME...")
+    delete = commands.add_parser(
+        "delete", parents=shared, help="delete objects by name, by file, or every one a selector picks"
+    )
+    delete.add_argument(
+        "resources", nargs="*", metavar="KIND NAME", help="KIND NAME... or KIND/NAME...; KIND alone with --all or -l"
+    )
     delete.add_argument("-f", "--filename", action="append", default=[], help="manifest file (- for stdin)")
+    delete.add_argument("--all", action="store_true", help="every object of the kind in the namespace (or with -A)")
+    delete.add_argument(
+        "-l", "--selector", default="", help="label selector: the objects it matches (app=web, 'env in (a,b)', !x)"
+    )
+    delete.add_argument(
+        "--field-selector",
+        default="",
+        help="field selector (metadata.name, spec.nodeName, status.phase...; '=', '==', '!=')",
+    )
     delete.add_argument(
         "--grace-period",
         type=int,
@@ -725,7 +797,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds a pod gets to terminate; -1 uses its terminationGracePeriodSeconds",
     )
     delete.add_argument("--force", action="store_true", help="remove at once, without graceful termination")
-    _namespace_options(delete, all_namespaces=False)
+    _namespace_options(delete)
     delete.set_defaults(handler=_delete)
 
     scale = commands.add_parser(

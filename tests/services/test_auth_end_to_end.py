@@ -546,3 +546,46 @@ def test_apply_batch_decides_each_object_as_its_own_apply(
         "error: 1001 objects in one ApplyBatch; at most 1000",
     )
     alice.close()
+
+
+def test_a_tenant_deletes_a_collection_in_its_namespace_only_and_each_deleted_pod_is_audited(
+    kafka: KafkaBroker, token_stack: ServiceStack, creds: DevCredentials, cluster: None
+) -> None:
+    """DeleteCollection is authorized as upstream's (verb deletecollection at the collection's scope)
+    and audited as the call plus, for each deleted pod, the record its own Delete would have."""
+    alice = Client(token_stack.server, creds, token=creds.tenant_token)
+    admin = Client(token_stack.server, creds, token=creds.admin_token)
+    for name in ("swept-0", "swept-1"):
+        ok(alice.apply(in_namespace(pod(name, "low-priority", "1", labels={"sweep": "yes"}), TENANT_NS)))
+    ok(admin.apply(in_namespace(pod("swept-theirs", "low-priority", "1", labels={"sweep": "yes"}), OTHER_NS)))
+
+    def sweep(**where: Any) -> Any:
+        request = api_pb2.DeleteCollectionRequest(resource="pods", label_selector="sweep=yes", **where)
+        request.grace_period_seconds = 0
+        return alice.call("DeleteCollection", request)
+
+    assert refusal(sweep(namespace=OTHER_NS)) == forbidden("pods", "deletecollection", "pods", OTHER_NS)
+    assert refusal(sweep(all_namespaces=True)) == forbidden("pods", "deletecollection", "pods", "")
+    reply = ok(sweep(namespace=TENANT_NS))
+    assert [(d.namespace, d.name) for d in reply.deleted] == [(TENANT_NS, "swept-0"), (TENANT_NS, "swept-1")]
+    theirs = {json.loads(o)["metadata"]["name"] for o in ok(admin.get("pods", namespace=OTHER_NS)).objects_json}
+    assert "swept-theirs" in theirs
+
+    swept = lambda records: [r for r in records if r.request_uri.endswith("/DeleteCollection")]  # noqa: E731
+    records = swept(audit_records(kafka, token_stack, lambda rs: len(swept(rs)) >= 5))
+    assert [
+        (r.verb, r.object_ref.namespace, r.object_ref.name, r.response_status.code, r.user.username) for r in records
+    ] == [
+        ("deletecollection", OTHER_NS, "", 403, "alice"),
+        ("deletecollection", "", "", 403, "alice"),
+        ("delete", TENANT_NS, "swept-0", 200, "alice"),
+        ("delete", TENANT_NS, "swept-1", 200, "alice"),
+        ("deletecollection", TENANT_NS, "", 200, "alice"),
+    ]
+    by_name = {d.name: d for d in reply.deleted}
+    for record in records[2:4]:
+        assert record.object_ref.uid == by_name[record.object_ref.name].uid
+        assert record.resource_version == by_name[record.object_ref.name].resource_version
+    assert records[4].resource_version == reply.resource_version and len({r.audit_id for r in records}) == 5
+    alice.close()
+    admin.close()
