@@ -43,8 +43,14 @@ def api(stack: ServiceStack) -> Iterator[Api]:
     client.close()
 
 
+# Pods not created on a node name a scheduler no profile has, so they stay unbound: no scheduling
+# cycle races a test's deletes (a bound pod would terminate gracefully instead of going at once).
+LEFT_ALONE = {"schedulerName": "left-alone"}
+
+
 def manifest(name: str, namespace: str, labels: dict[str, str], **options: Any) -> dict[str, Any]:
-    document = pod(name, "low-priority", "10m", labels=labels, **options)
+    spec = {} if options.get("node_name") else LEFT_ALONE
+    document = pod(name, "low-priority", "10m", labels=labels, spec=spec, **options)
     document["metadata"]["namespace"] = namespace
     return document
 
@@ -190,8 +196,8 @@ def test_pods_created_while_a_collection_is_deleted_are_not_lost(api: Api, stack
     for name in created:
         if name.startswith("r1-late-"):
             assert (name in deleted) != (name in left), f"{name} is neither reported deleted nor still there"
-    # The 1,500 deletes and the 500 creates meanwhile: far fewer transactions than writes.
-    assert transactions < 200, f"{transactions} transactions"
+    # The 1,500 deletes and the 500 creates meanwhile: a few dozen transactions at most, not one per write.
+    assert transactions < 50, f"{transactions} transactions"
 
 
 def run(stack: ServiceStack, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

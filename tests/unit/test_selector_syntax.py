@@ -4,6 +4,8 @@ fields.ParseSelector (cases from their selector_test.go, where the grammar is th
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from podsched.api.selector_syntax import (
     DOES_NOT_EXIST,
@@ -121,3 +123,27 @@ def test_a_bad_field_selector_is_refused_in_upstreams_words(text: str, words: st
 def test_a_negated_field_term_matches_every_other_value() -> None:
     (term,) = parse_field_selector("status.phase!=Running")
     assert term.matches({"status.phase": "Pending"}) and not term.matches({"status.phase": "Running"})
+
+
+SELECTOR_TEXT = st.text(alphabet=st.sampled_from(list("ab=!(),<>\\ in-./_0")), max_size=30) | st.text(max_size=30)
+
+
+@settings(max_examples=400, deadline=None)
+@given(SELECTOR_TEXT)
+def test_any_string_parses_as_a_label_selector_or_is_refused_with_a_value_error(text: str) -> None:
+    try:
+        requirements = parse_label_selector(text)
+    except ValueError as error:
+        assert str(error)
+        return
+    for requirement in requirements:  # what parses also matches without failing
+        requirement.matches({requirement.key: "0"})
+
+
+@settings(max_examples=400, deadline=None)
+@given(SELECTOR_TEXT)
+def test_any_string_parses_as_a_field_selector_or_is_refused_with_a_value_error(text: str) -> None:
+    try:
+        parse_field_selector(text)
+    except ValueError as error:
+        assert str(error)
