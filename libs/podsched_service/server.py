@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import grpc
+import uvloop
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1._async import HealthServicer
 from grpc_reflection.v1alpha import reflection
@@ -74,7 +75,9 @@ def run_service(name: str, config_class: type, build: Build) -> None:
             tracer.cancel()
 
     try:
-        asyncio.run(serve())
+        # uvloop: asyncio's API on libuv, about half the CPU per turn of the loop, which every
+        # service takes for each Kafka fetch, produce and RPC.
+        uvloop.run(serve())
     finally:
         shutdown_tracing()  # export what the last requests recorded
 
