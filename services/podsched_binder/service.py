@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 import grpc
 from aiokafka import AIOKafkaProducer
+from aiokafka.producer.message_accumulator import BatchBuilder
 
 from podsched.api.documents import parse_json
 from podsched.api.errors import ApiError
@@ -340,15 +341,31 @@ class Binder:
                 operation.done.set_exception(value)
 
     async def _commit(self, records: list[PendingRecord]) -> None:
+        """Send the batch's records in one transaction and wait for its commit. The records go to the
+        producer as record batches the binder fills itself, one per partition (another when one is
+        full), in the order they were recorded: `producer.send` gave each record two coroutines and
+        a delivery future of its own, and the commit waited on every one of them."""
         producer = self.producer
         assert producer is not None
         with self.observer.committing([(topic, trace) for topic, _, _, trace in records]) as headers:
             async with producer.transaction():
-                futures = [
-                    await producer.send(topic, value=value, key=key, headers=record_headers)
-                    for (topic, key, value, _), record_headers in zip(records, headers, strict=True)
-                ]
-                await asyncio.gather(*futures)
+                partitions = {topic: sorted(await producer.partitions_for(topic)) for topic in {r[0] for r in records}}
+                filling: dict[tuple[str, int], BatchBuilder] = {}
+                delivered: list[asyncio.Future[Any]] = []
+                for (topic, key, value, _), record_headers in zip(records, headers, strict=True):
+                    all_partitions = partitions[topic]
+                    partition = record_partition(key, all_partitions, all_partitions)
+                    batch = filling.get((topic, partition))
+                    if batch is None:
+                        batch = filling[(topic, partition)] = producer.create_batch()
+                    if batch.append(key=key, value=value, timestamp=None, headers=record_headers) is None:
+                        # Full: send it, and start the next (an empty batch takes any one record).
+                        delivered.append(await producer.send_batch(batch, topic, partition=partition))
+                        batch = filling[(topic, partition)] = producer.create_batch()
+                        batch.append(key=key, value=value, timestamp=None, headers=record_headers)
+                for (topic, partition), batch in filling.items():
+                    delivered.append(await producer.send_batch(batch, topic, partition=partition))
+                await asyncio.gather(*delivered)
 
     async def _termination_timer(self) -> None:
         """The node agent's clock: remove terminating pods when their grace period ends."""
