@@ -16,9 +16,11 @@ import asyncio
 import logging
 import re
 import uuid
+from typing import Any
 
 import grpc
 from aiokafka import AIOKafkaProducer
+from aiokafka.producer.message_accumulator import BatchBuilder
 from google.protobuf.json_format import MessageToJson
 
 from podsched_proto.audit.v1 import audit_pb2
@@ -109,13 +111,21 @@ class ApiAuditLog:
 
     `record` waits for the broker's acknowledgement; if the record cannot be written the event is
     logged in full (JSON, level ERROR) instead, and the request's answer stands: the write it is
-    about is already durable, and failing the call would make a client retry a done write."""
+    about is already durable, and failing the call would make a client retry a done write.
+
+    The records of writes answered in the same turn of the event loop (an ApplyBatch's, or many
+    clients') leave together, as one record batch per partition with one delivery future, as the
+    binder sends its transactions: a `send_and_wait` per record gave each two coroutines and a
+    future of its own."""
 
     def __init__(self, bootstrap: str, prefix: str, enabled: bool = True) -> None:
         self.bootstrap = bootstrap
         self.topic = audit_topic(prefix)
         self.enabled = enabled
         self.producer: AIOKafkaProducer | None = None
+        # (key, value, resolved once the broker acknowledged the record) waiting for the next flush.
+        self._pending: list[tuple[bytes, bytes, asyncio.Future[None]]] = []
+        self._sending: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         if not self.enabled:
@@ -132,6 +142,8 @@ class ApiAuditLog:
         await self.producer.start()
 
     async def stop(self) -> None:
+        if self._sending:
+            await asyncio.gather(*self._sending, return_exceptions=True)
         if self.producer is not None:
             producer, self.producer = self.producer, None
             await producer.stop()  # flushes what is still in flight
@@ -144,10 +156,15 @@ class ApiAuditLog:
         try:
             if self.producer is None:
                 raise RuntimeError("the audit producer is not running")
-            # A timeout scope rather than wait_for, which wraps the send in a task of its own (about
-            # 8 us more of CPU per write, in-process).
+            loop = asyncio.get_running_loop()
+            written: asyncio.Future[None] = loop.create_future()
+            # A caller that stops waiting (cancelled, timed out) leaves the outcome unread.
+            written.add_done_callback(_read_outcome)
+            self._pending.append((key, event.SerializeToString(), written))
+            if len(self._pending) == 1:
+                loop.call_soon(self._flush)
             async with asyncio.timeout(RECORD_TIMEOUT_SECONDS):
-                await self.producer.send_and_wait(self.topic, event.SerializeToString(), key=key)
+                await asyncio.shield(written)
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the broker is unreachable: keep the record in the log at least
@@ -158,3 +175,45 @@ class ApiAuditLog:
                 MessageToJson(event, indent=None),
                 extra={"decision": "AuditRecordLost"},
             )
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        task = asyncio.ensure_future(self._send(pending))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send(self, records: list[tuple[bytes, bytes, asyncio.Future[None]]]) -> None:
+        """One record batch per partition (another when one is full), then each record's outcome."""
+        try:
+            producer = self.producer
+            if producer is None:
+                raise RuntimeError("the audit producer is not running")
+            partitions = sorted(await producer.partitions_for(self.topic))
+            filling: dict[int, BatchBuilder] = {}
+            delivered: list[asyncio.Future[Any]] = []
+            for key, value, _ in records:
+                partition = record_partition(key, partitions, partitions)
+                batch = filling.get(partition)
+                if batch is None:
+                    batch = filling[partition] = producer.create_batch()
+                if batch.append(key=key, value=value, timestamp=None) is None:
+                    # Full: send it, and start the next (an empty batch takes any one record).
+                    delivered.append(await producer.send_batch(batch, self.topic, partition=partition))
+                    batch = filling[partition] = producer.create_batch()
+                    batch.append(key=key, value=value, timestamp=None)
+            for partition, batch in filling.items():
+                delivered.append(await producer.send_batch(batch, self.topic, partition=partition))
+            await asyncio.gather(*delivered)
+        except Exception as error:
+            for _, _, written in records:
+                if not written.done():
+                    written.set_exception(error)
+            return
+        for _, _, written in records:
+            if not written.done():
+                written.set_result(None)
+
+
+def _read_outcome(written: asyncio.Future[None]) -> None:
+    if not written.cancelled():
+        written.exception()
