@@ -128,13 +128,24 @@ class InFlightEvents:
 
     def end_with_checks(self, uid: str) -> list[tuple[Event, PreCheck | None]]:
         """As `end`, each event with the preCheck it came with (None: every pod)."""
-        start = self._start.pop(uid, None)
+        start = self._start.get(uid)
         if start is None:
             return []
         events = [
             (event, self._checks.get(position)) for position, event in enumerate(self._log[start - self._base :], start)
         ]
-        events += [(event, None) for event in self._own.pop(uid, [])]
+        events += [(event, None) for event in self._own.get(uid, [])]
+        self.forget(uid)
+        return events
+
+    def forget(self, uid: str) -> None:
+        """The pod is no longer in flight, and what it missed is not asked for (it was bound, deleted,
+        or put back as if never popped): `end` without listing the events, which, for each pod of a
+        batch bound, was every event since the batch began (a sixth of the queue's following of the
+        log)."""
+        if self._start.pop(uid, None) is None:
+            return
+        self._own.pop(uid, None)
         if not self._start:
             self._base += len(self._log)
             self._log.clear()
@@ -144,7 +155,6 @@ class InFlightEvents:
             del self._log[: oldest - self._base]
             self._base = oldest
             self._checks = {position: check for position, check in self._checks.items() if position >= oldest}
-        return events
 
 
 class SchedulingQueue:
@@ -434,7 +444,7 @@ class SchedulingQueue:
         self._forget(pod.uid)
         self._awaiting_preemption.discard(pod.uid)
         self._entry_seq.pop(pod.uid, None)
-        self._in_flight.end(pod.uid)
+        self._in_flight.forget(pod.uid)
         self.nominator.remove(pod)
         if known and pod.status.nominated_node_name and not pod.spec.node_name:
             self._nomination_released(pod)
@@ -524,7 +534,7 @@ class SchedulingQueue:
         uid = info.pod.uid
         if self._where.get(uid) != IN_FLIGHT:
             return
-        self._in_flight.end(uid)
+        self._in_flight.forget(uid)
         info.attempts -= 1
         if info.attempts == 0:
             info.initial_attempt_timestamp = None
@@ -532,7 +542,7 @@ class SchedulingQueue:
 
     def done(self, uid: str) -> None:
         """The pod left the scheduling cycle bound (or deleted): forget it."""
-        self._in_flight.end(uid)
+        self._in_flight.forget(uid)
         if self._where.get(uid) == IN_FLIGHT:
             info = self._infos.pop(uid, None)
             self._forget(uid)
@@ -706,7 +716,7 @@ class SchedulingQueue:
         uid = info.pod.uid
         if uid not in self._infos:
             return  # deleted while in flight
-        self._in_flight.end(uid)
+        self._in_flight.forget(uid)
         info.last_failure_message = message
         info.unschedulable_plugins = set(rejector_plugins)
         info.consecutive_errors = 0
