@@ -12,7 +12,7 @@ bound. Also: submit-to-bound latency of each measured pod (its Apply sent -> its
 log), and the peak resident memory of each service's process group (workers included).
 
 Output: a progress bar on stderr; one JSON line per workload on stdout with workload, nodes,
-init_pods, measured_pods, throughput_avg/p50/p90/p99, latency_p50_ms/p99_ms, rss_mb (peak, summed
+init_pods, measured_pods, throughput_avg/p50/p90/p99, latency_p50_ms/p99_ms/max_ms, rss_mb (peak, summed
 over services), rss_mb_by_service, duration_s, samples; cpu_ms_per_pod (CPU each service, the
 Kafka broker and this harness used during the measured phase, per measured pod) and cpu_busy (that
 CPU over the phase's wall time and the machine's cores); calibration_us (how fast the machine was
@@ -220,6 +220,12 @@ class BindWatch:
     bootstrap: str
     topic: str
     bound_at: dict[str, dict[str, float]] = field(default_factory=dict)  # namespace -> name -> time
+    # A preemptor's way to its node: when it was created, when it was first nominated (and where),
+    # and when pods of a namespace left each node (its victims), so `preemptor_phases` can split its
+    # latency.
+    added_at: dict[str, dict[str, float]] = field(default_factory=dict)
+    nominated_at: dict[str, dict[str, tuple[float, str]]] = field(default_factory=dict)
+    deleted_from: dict[str, dict[str, list[float]]] = field(default_factory=dict)  # namespace -> node -> times
 
     async def run(self, stop: asyncio.Event) -> None:
         consumer = AIOKafkaConsumer(
@@ -241,14 +247,58 @@ class BindWatch:
                         if record.value is None or mark_version(record.key, record.value) is not None:
                             continue  # a tombstone or a ResourceVersionMark
                         change = events_pb2.ObjectChange.FromString(record.value)
-                        if change.object.kind == "Pod" and change.node_name:
-                            bound = self.bound_at.setdefault(change.object.namespace, {})
-                            bound.setdefault(change.object.name, now)
+                        if change.object.kind != "Pod":
+                            continue
+                        namespace, name = change.object.namespace, change.object.name
+                        if change.type == events_pb2.ObjectChange.ADDED:
+                            self.added_at.setdefault(namespace, {}).setdefault(name, now)
+                        if change.type == events_pb2.ObjectChange.DELETED:
+                            if change.node_name:
+                                deleted = self.deleted_from.setdefault(namespace, {})
+                                deleted.setdefault(change.node_name, []).append(now)
+                        elif change.node_name:
+                            self.bound_at.setdefault(namespace, {}).setdefault(name, now)
+                        elif change.nominated_node_name:
+                            nominated = self.nominated_at.setdefault(namespace, {})
+                            nominated.setdefault(name, (now, change.nominated_node_name))
         finally:
             await consumer.stop()
 
     def count(self, namespace: str) -> int:
         return len(self.bound_at.get(namespace, {}))
+
+    def preemptor_phases(
+        self, namespace: str, victims_namespace: str, sent_at: dict[str, float]
+    ) -> dict[str, dict[str, float]]:
+        """Where the latency of a namespace's nominated pods went, in ms (p50, p90, max over them):
+        submitted -> created (the API), created -> nominated (queueing, the first attempt and its
+        PostFilter, the failure's commit), nominated -> victims gone (the last pod of `victims_namespace` to leave its
+        nominated node before it was bound: their grace period) and victims gone -> bound (the
+        retry: backoff, queueing behind other pods, its cycle and bind)."""
+        bound = self.bound_at.get(namespace, {})
+        deleted = self.deleted_from.get(victims_namespace, {})
+        added = self.added_at.get(namespace, {})
+        phases: dict[str, list[float]] = {
+            "to_created": [],
+            "to_nominated": [],
+            "to_victims_gone": [],
+            "to_bound": [],
+        }
+        for name, (nominated, node) in self.nominated_at.get(namespace, {}).items():
+            if name not in bound or name not in sent_at:
+                continue
+            gone = max((t for t in deleted.get(node, ()) if t <= bound[name]), default=nominated)
+            gone = max(gone, nominated)  # victims removed in the nomination's own transaction
+            created = added.get(name, sent_at[name])
+            phases["to_created"].append((created - sent_at[name]) * 1000)
+            phases["to_nominated"].append((nominated - created) * 1000)
+            phases["to_victims_gone"].append((gone - nominated) * 1000)
+            phases["to_bound"].append((bound[name] - gone) * 1000)
+        return {
+            phase: {f"p{p}": round(_nearest(sorted(values), p), 1) for p in (50, 90, 100)}
+            for phase, values in phases.items()
+            if values
+        }
 
 
 class Progress:
@@ -436,6 +486,9 @@ async def run_workload(
             "throughput_p99": round(summary.perc99, 1),
             "latency_p50_ms": round(_nearest(latencies, 50), 1),
             "latency_p99_ms": round(_nearest(latencies, 99), 1),
+            "latency_max_ms": round(latencies[-1], 1) if latencies else 0.0,
+            # For the preemptors (nominated before they were bound): where their latency went.
+            "preemptor_phases_ms": watch.preemptor_phases(MEASURED_NAMESPACE, INIT_NAMESPACE, sent_at),
             "rss_mb": round(sum(peak_rss.values()) / 2**20, 1),
             "rss_mb_by_service": {name: round(value / 2**20, 1) for name, value in sorted(peak_rss.items())},
             "duration_s": round(duration, 1),
