@@ -261,7 +261,19 @@ def totals_line(baseline: Totals) -> str:
     ]
     full_collections = gc.get_stats()[-1]["collections"]
     parts.append(f"gc counts {gc.get_count()} full collections {full_collections}, threads {thread_count()}")
+    parts.append(f"lru_cache entries {lru_cache_entries()}")
     return ", ".join(parts)
+
+
+def lru_cache_entries() -> int:
+    """Entries held by every functools.lru_cache in the process (found through the collector): caches
+    bounded by design still grow until they are full, which takes as long as it takes to see that
+    many distinct keys (a cache keyed by the second fills in over an hour)."""
+    return sum(
+        o.cache_info().currsize
+        for o in gc.get_objects()
+        if isinstance(o, functools._lru_cache_wrapper)  # type: ignore[attr-defined]  # CPython's C type
+    )
 
 
 def collect_line() -> str:

@@ -41,6 +41,14 @@ def test_a_full_collection_reports_the_cycles_it_found() -> None:
 def test_the_totals_line_gives_each_total_with_its_growth_since_the_baseline() -> None:
     baseline = memory_trace.baseline_totals()
     line = memory_trace.totals_line(baseline)
-    for name in ("rss", "anonymous", "malloc in use", "pymalloc arenas", "pymalloc blocks", "full collections"):
+    for name in (
+        "rss",
+        "anonymous",
+        "malloc in use",
+        "pymalloc arenas",
+        "pymalloc blocks",
+        "full collections",
+        "lru_cache",
+    ):
         assert name in line, line
     assert baseline.rss >= baseline.anonymous > 0
