@@ -94,6 +94,9 @@ async def _serve_worker(
     await copy.replica.start()
     conn.send("ready")
     loop = asyncio.get_running_loop()
+    # Each worker follows the log with its own event loop and tuned collector: the same timed full
+    # collection as the services (gc_tuning), or its cyclic garbage pins pymalloc arenas as theirs did.
+    collector = loop.create_task(gc_tuning.collect_periodically(), name="gc")
     requests: asyncio.Queue[Any] = asyncio.Queue()
 
     def readable() -> None:
@@ -121,6 +124,7 @@ async def _serve_worker(
                     observer.shard_failed(error)
                     conn.send((request_id, "error", f"{type(error).__name__}: {error}"))
     finally:  # the coordinator is gone (or the process stops)
+        collector.cancel()
         loop.remove_reader(conn.fileno())
         await copy.replica.stop()
 
