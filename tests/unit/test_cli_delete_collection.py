@@ -1,6 +1,6 @@
 """`podsched delete KIND --all | -l SELECTOR`: what the CLI refuses before it sends anything, worded as
 kubectl words it (the calls themselves are tested against the running system in
-tests/services/test_delete_collection.py)."""
+tests/services/test_delete_collection_live.py)."""
 
 from __future__ import annotations
 
