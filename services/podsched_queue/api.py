@@ -88,7 +88,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
     def __init__(self, service: QueueService) -> None:
         self.service = service
 
-    async def _resource_type(self, word: str, context: grpc.aio.ServicerContext) -> ResourceType:
+    async def resource_type(self, word: str, context: grpc.aio.ServicerContext) -> ResourceType:
         found = find_resource_type(word)
         if found is None:
             await context.abort(
@@ -97,7 +97,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         assert found is not None
         return found
 
-    async def _caught_up(self, context: grpc.aio.ServicerContext) -> None:
+    async def caught_up(self, context: grpc.aio.ServicerContext) -> None:
         try:
             await self.service.caught_up()
         except TimeoutError:
@@ -115,7 +115,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
                 "Error from server (ServiceUnavailable): the queue service is still loading events from the log; retry",
             )
 
-    async def _forward_error(self, context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError) -> None:
+    async def forward_error(self, context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError) -> None:
         code = error.code()
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
             await context.abort(
@@ -174,7 +174,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         if parse_error is not None:
             message = f"error: error parsing {shorten(request.source)}: {parse_error}"
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
-        await self._caught_up(context)
+        await self.caught_up(context)
         target = call.target
         # kubectl apply creates a new object and patches an existing one. An object the caller may
         # not read counts as new, so a refusal does not tell whether it exists.
@@ -214,7 +214,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         try:
             written = await service.writes.write(request.object_json)
         except grpc.aio.AioRpcError as error:
-            await self._forward_error(context, error)
+            await self.forward_error(context, error)
         service.saw(written.resource_version, written.event_sequence)
         call.resource_version = written.resource_version
         call.object_json = written.object_json
@@ -268,7 +268,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
                 timeout=RPC_TIMEOUT,
             )
         except grpc.aio.AioRpcError as error:
-            await self._forward_error(context, error)
+            await self.forward_error(context, error)
         return api_pb2.DryRunOutcome(
             nominated_node_name=decision.nominated_node_name,
             victims=decision.victims,
@@ -280,13 +280,13 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         service = self.service
         call = self.service.access.call(API_PATH + "Get", write=False)
         user = await service.access.authenticate(context, call)
-        resource = await self._resource_type(request.resource, context)
+        resource = await self.resource_type(request.resource, context)
         kind = resource.kind
         namespace = request.namespace or "default"
         # A list across namespaces is a list at the cluster scope, as upstream authorizes it.
         target = Target.of(resource, "" if request.all_namespaces else namespace, request.name)
         await service.access.authorize(context, call, target.attributes(user, "get" if request.name else "list"))
-        await self._caught_up(context)
+        await self.caught_up(context)
         objects = [
             obj
             for obj in objects_of(service.cluster, kind)
@@ -313,7 +313,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
     async def _delete(self, request: api_pb2.DeleteRequest, context: grpc.aio.ServicerContext, call: ApiCall) -> Any:
         access = self.service.access
         user = await access.authenticate(context, call)
-        resource = await self._resource_type(request.resource, context)
+        resource = await self.resource_type(request.resource, context)
         kind = resource.kind
         namespace = (request.namespace or "default") if resource.namespaced else ""
         await access.authorize(context, call, call.target.attributes(user, "delete"))
@@ -323,7 +323,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         try:
             deleted = await self.service.binder.Delete(delete, timeout=RPC_TIMEOUT)
         except grpc.aio.AioRpcError as error:
-            await self._forward_error(context, error)
+            await self.forward_error(context, error)
         self.service.saw(deleted.resource_version, deleted.event_sequence)
         call.resource_version = deleted.resource_version
         call.object_json = deleted.object_json
@@ -399,7 +399,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         if request.HasField("since_event_sequence") and since_event < -1:
             message = f"error: since_event_sequence: Invalid value: {since_event}: must be -1 or more"
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
-        await self._caught_up(context)
+        await self.caught_up(context)
         # Subscribed before the state is read or the log scanned: every later change reaches the
         # queue; what both deliver is sent once (changes by version, events by sequence and count).
         watcher = service.watch.subscribe()

@@ -72,12 +72,12 @@ async def _delete_collection(
     access = service.access
     # 1. Who asks, and may they delete this collection (deletecollection at its scope, as upstream).
     user = await access.authenticate(context, call)
-    resource = await servicer._resource_type(request.resource, context)
+    resource = await servicer.resource_type(request.resource, context)
     await access.authorize(context, call, call.target.attributes(user, "deletecollection", named=False))
     # 2. The request itself: refused whole, before anything is listed.
     labels, fields, grace = await _checked(request, resource, context)
     # 3. List on this replica, then delete what was listed.
-    await servicer._caught_up(context)
+    await servicer.caught_up(context)
     namespace = None if request.all_namespaces or not resource.namespaced else (request.namespace or "default")
     chosen = select_collection(
         objects_of_kind(service.cluster, resource.kind), namespace, labels, fields, resource.namespaced
@@ -102,7 +102,7 @@ async def _delete_collection(
             # What earlier parts deleted stays deleted (as upstream's DeleteCollection, which stops
             # at its first failure); their audit records are still written.
             await _audit_each(servicer, context, call, resource, response.deleted)
-            await servicer._forward_error(context, error)
+            await servicer.forward_error(context, error)
         service.saw(reply.resource_version, reply.event_sequence)
         response.resource_version = reply.resource_version
         for obj, outcome in zip(part, reply.outcomes, strict=True):
