@@ -27,7 +27,14 @@ each, where Python keeps objects of up to 512 bytes) against the bytes its live 
 bytes in use and free, the objects the cyclic collector tracks and how many full collections have run.
 PODSCHED_MEMORY_TRACE_COLLECT=1 runs a full collection after each report and logs what it found
 unreachable and the pymalloc bytes that freed: garbage in cycles that waits in the oldest generation
-(gc_tuning collects it rarely) shows there, and nowhere else."""
+(gc_tuning collects it rarely) shows there, and nowhere else.
+
+PODSCHED_MEMORY_TRACE_FILL_CACHES=1 fills the timestamp caches (podsched.api.timestamps) to their
+bounds at start, with timestamps of the year 2000 as long as the clock's. Those caches gain an entry
+for every new timestamp text and every new second, so they fill only after half an hour to an hour
+of churn; until then the cache filling is growth, bounded but indistinguishable from a leak in a
+shorter run. Filled first, they hold as much from the start as they will after an hour, and what
+still grows after the warm-up is something else. Real entries evict the filler as they come."""
 
 from __future__ import annotations
 
@@ -42,6 +49,9 @@ import tempfile
 import tracemalloc
 from dataclasses import astuple, dataclass
 from pathlib import Path
+from typing import Any
+
+from podsched.api import timestamps
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +59,13 @@ SECONDS_VARIABLE = "PODSCHED_MEMORY_TRACE_SECONDS"
 FRAMES_VARIABLE = "PODSCHED_MEMORY_TRACE_FRAMES"
 TRIM_VARIABLE = "PODSCHED_MEMORY_TRACE_TRIM"
 COLLECT_VARIABLE = "PODSCHED_MEMORY_TRACE_COLLECT"
+FILL_CACHES_VARIABLE = "PODSCHED_MEMORY_TRACE_FILL_CACHES"
+# The filler's first second (2000-01-01T00:00:00Z), long before any object's timestamp, and the
+# fractions of a second it writes: each second gets four texts as long as the clock's own (seconds
+# with six or seven decimals), since parse_timestamp keeps four texts for each second the
+# per-second caches keep.
+FILL_FIRST_SECOND = 946_684_800
+FILL_FRACTIONS = (0.1234567, 0.3456789, 0.5678901, 0.7890123)
 TOP = 12
 PYMALLOC_ARENA_BYTES = 2**20  # CPython 3.10+ on 64-bit (radix tree): 1 MiB arenas
 
@@ -71,6 +88,8 @@ def start_from_environment(service: str) -> asyncio.Task[None] | None:
         raise ValueError(f"{SECONDS_VARIABLE} must be above 0 and {FRAMES_VARIABLE} at least 0")
     trim = os.environ.get(TRIM_VARIABLE, "") == "1"
     collect = os.environ.get(COLLECT_VARIABLE, "") == "1"
+    if os.environ.get(FILL_CACHES_VARIABLE, "") == "1":
+        log.warning("%s: filled the timestamp caches with %d entries", service, fill_timestamp_caches())
     if frames == 0:  # totals only: no tracer, no pause (a leader's lease outlives every report)
         report = _report_totals_forever(service, interval, trim, collect)
     else:
@@ -274,6 +293,35 @@ def lru_cache_entries() -> int:
         for o in gc.get_objects()
         if isinstance(o, functools._lru_cache_wrapper)  # type: ignore[attr-defined]  # CPython's C type
     )
+
+
+def timestamp_caches() -> list[Any]:
+    """The lru_caches of podsched.api.timestamps (the private per-second ones too, found through the
+    collector rather than by name)."""
+    return [
+        o
+        for o in gc.get_objects()
+        if isinstance(o, functools._lru_cache_wrapper)  # type: ignore[attr-defined]  # CPython's C type
+        and o.__module__ == timestamps.__name__
+    ]
+
+
+def fill_timestamp_caches() -> int:
+    """Fill every timestamp cache to its bound (PODSCHED_MEMORY_TRACE_FILL_CACHES) and return the
+    entries added: formatting and parsing each filler timestamp fills the per-second caches and
+    parse_timestamp's texts alike."""
+    caches = timestamp_caches()
+
+    def entries() -> int:
+        return sum(cache.cache_info().currsize for cache in caches)
+
+    before = entries()
+    second = FILL_FIRST_SECOND
+    while any(cache.cache_info().currsize < (cache.cache_info().maxsize or 0) for cache in caches):
+        for fraction in FILL_FRACTIONS:
+            timestamps.parse_timestamp(timestamps.format_timestamp(second + fraction))
+        second += 1
+    return entries() - before
 
 
 def collect_line() -> str:

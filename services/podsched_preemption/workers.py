@@ -29,7 +29,7 @@ from podsched.preemption.victims import NodeVictims
 from podsched.queue.nominator import assumed_nominations
 from podsched.scheduler.profile import Profiles
 from podsched_proto.filter.v1 import filter_pb2
-from podsched_service import gc_tuning, telemetry
+from podsched_service import gc_tuning, memory_trace, telemetry
 from podsched_service.scheduling import ClusterCopy, load_scheduler_config, pod_to_place
 
 from .instrumentation import ShardTelemetry
@@ -84,6 +84,9 @@ async def _serve_worker(
     observer: ShardObserver | None = None,
 ) -> None:
     observer = observer or ShardTelemetry()
+    # The memory tracer (a debugging aid, off by default) in each worker too: each holds a copy of the
+    # cluster, as the services do. The task is held here (the loop keeps only a weak reference).
+    tracer = memory_trace.start_from_environment(f"podsched-preemption-worker-{index}")
     scheduler_config = load_scheduler_config(settings.scheduler_config)
     copy = ClusterCopy(settings.bootstrap, settings.prefix, scheduler_config=scheduler_config)
     # The dry run filters with the plugins of the pod's profile (its spec.schedulerName).
@@ -125,6 +128,8 @@ async def _serve_worker(
                     conn.send((request_id, "error", f"{type(error).__name__}: {error}"))
     finally:  # the coordinator is gone (or the process stops)
         collector.cancel()
+        if tracer is not None:
+            tracer.cancel()
         loop.remove_reader(conn.fileno())
         await copy.replica.stop()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 
+from podsched.api import timestamps
 from podsched_service import memory_trace
 
 
@@ -52,3 +53,15 @@ def test_the_totals_line_gives_each_total_with_its_growth_since_the_baseline() -
     ):
         assert name in line, line
     assert baseline.rss >= baseline.anonymous > 0
+
+
+def test_filling_the_timestamp_caches_leaves_each_at_its_bound_and_real_timestamps_still_parse() -> None:
+    memory_trace.fill_timestamp_caches()
+    caches = memory_trace.timestamp_caches()
+    assert len(caches) == 3, "parse_timestamp and the two per-second caches"
+    for cache in caches:
+        info = cache.cache_info()
+        assert info.currsize == info.maxsize, info
+    assert memory_trace.fill_timestamp_caches() == 0, "full caches take no more"
+    assert timestamps.parse_timestamp("2026-11-26T17:40:22.5962248Z") == 1795714822.5962248
+    assert timestamps.format_timestamp(1795714822.5962248) == "2026-11-26T17:40:22.5962248Z"
