@@ -306,6 +306,11 @@ class MeasuredStack:
             await self.poke()
             await asyncio.sleep(0.5)
 
+    def rss_mb(self) -> dict[str, float]:
+        """Resident memory of each service's process group now, in MB, and their total."""
+        by_service = {name: round(rss / 1e6, 1) for name, rss in self.stack.rss_bytes().items()}
+        return {**by_service, "total": round(sum(by_service.values()), 1)}
+
     async def log_sizes(self) -> dict[str, int]:
         bootstrap = self.broker.bootstrap_servers
         return {
@@ -348,6 +353,9 @@ async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse
             await stack.start()
             await stack.build_live(args)
         fresh_sizes = {} if args.churn_only else await fresh.log_sizes()
+        # The services' memory holding the live cluster, before any churn: what the cluster costs.
+        live_rss = churned_stack.rss_mb()
+        print(f"{mode}: services hold the live cluster in {live_rss['total']} MB", file=sys.stderr, flush=True)
         churned = 0
         for point in sorted(set(args.history)):
             began = time.monotonic()
@@ -389,7 +397,11 @@ async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse
                 **after_churn,
                 "churn_seconds": round(churn_seconds, 1),
                 "churn_pods_per_second": round(point / churn_seconds, 1) if point and churn_seconds else None,
-                "fresh_log": fresh_sizes,
+                "fresh_log": {**fresh_sizes, "rss_mb": fresh.rss_mb()},
+                # The same services after the churn (none restarted yet): bounded by the live cluster if
+                # this is close to rss_mb_live and to the fresh log's.
+                "rss_mb_live": live_rss,
+                "rss_mb": churned_stack.rss_mb(),
             }
             for names in [(name,) for name in args.services] + [SERVICES]:
                 times: dict[str, list[float]] = {"fresh": [], "churned": []}
@@ -407,6 +419,8 @@ async def run_mode(mode: str, broker: KafkaBroker, run_dir: Path, args: argparse
                     "fresh_log_restart_seconds": round(median(times["fresh"]), 2),
                     "restart_seconds_each": [round(t, 2) for t in times["churned"]],
                     "fresh_log_restart_seconds_each": [round(t, 2) for t in times["fresh"]],
+                    "rss_mb_after_restart": churned_stack.rss_mb(),
+                    "fresh_log_rss_mb_after_restart": fresh.rss_mb(),
                 }
                 if loaded["churned"]:
                     # The queue serves before its events are loaded; this is when `podsched events` answers.
