@@ -567,6 +567,46 @@ def test_node_choice_by_scores_is_exactly_the_plain_paths(k: Knobs) -> None:
     run_cycles(k)
 
 
+def run_of_alike_preemptors(k: Knobs) -> None:
+    """A PostFilterRun's shape: preemptors of one template decided one after another at one `now`,
+    each decision's nomination (and its clearings) in the nominator before the next, its victims not
+    gone yet; now and then a node changes between two of them (a record of the log applied). The
+    column strategy keeps each node's dry-run outcome for the next preemptor and recomputes the nodes
+    whose pods or nominated load changed: every decision must still be the plain path's."""
+    rng = random.Random(k.seed)
+    world, plain = build_world(k, rng)
+    fast = world.fast
+    template = random_incoming_pod(rng, "template", [], pressure=True)
+    for cycle in range(4 * k.cycles):
+        name = f"alike-{cycle}"
+        pod = replace(template, metadata=replace(template.metadata, name=name, uid=f"uid-{name}"))
+        snapshot = world.snapshot()
+        expected = plain.schedule(pod, snapshot, world.pdbs, world.nominator, NOW)
+        actual = fast.schedule(pod, snapshot, world.pdbs, world.nominator, NOW)
+        context = f"seed={k.seed} cycle={cycle} config={k.config!r}"
+        assert_same(expected, actual, context)
+        event(describe(expected))
+        if expected.node_name:
+            apply_decision(world, expected)
+        elif expected.post_filter is not None and expected.post_filter.nominated_node_name:
+            world.nominator.add(PodInfo(pod), expected.post_filter.nominated_node_name)
+            for cleared in expected.post_filter.lower_priority_nominated_pods:
+                world.nominator.remove(cleared)
+        if rng.random() < 0.2 and world.infos:  # a victim of an earlier decision gone, or a node changed
+            info = rng.choice(world.infos)
+            if info.pods and rng.random() < 0.7:
+                assert info.remove_pod(info.pods[0].pod)
+                world.changed(info.name)
+            else:
+                disturb(world, rng, k)
+
+
+@settings(max_examples=200, **SETTINGS)  # type: ignore[arg-type]
+@given(packed)
+def test_a_run_of_alike_preemptors_is_decided_exactly_as_the_plain_path_decides_each(k: Knobs) -> None:
+    run_of_alike_preemptors(k)
+
+
 # --- the fast path is really used, and steps aside when it must ----------------------------------
 
 

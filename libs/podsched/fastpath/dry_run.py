@@ -1,7 +1,9 @@
 """The preemption dry run on columns: a DryRunExecutor for the Evaluator (podsched.preemption) that
 runs SelectVictimsOnNode on many nodes at once (fastpath.victims) and feeds each node's outcome, in
 dry-run order, to the Evaluator's own DryRunAccumulator, which says when to stop. The Evaluator
-then picks the node as it always does.
+then picks the node as it always does. Each node's outcome is kept (NodeOutcomes) for the dry runs
+after it at the same `now`: the pods of one PostFilterRun are mostly alike, and between two of them
+only the nodes whose pods or nominated load changed are computed again.
 
 It applies to the pods and clusters the column strategy handles (ColumnStrategy.inputs); any other dry
 run, and the rest of one that meets a pod slot outside the exact range, goes to `fallback`. So does
@@ -11,14 +13,15 @@ hold upstream's SelectVictimsOnNode only, and those opt-ins are rare enough to r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from podsched.fastpath.columns import I64, NodeColumns, Obj
+from podsched.api.types import PodDisruptionBudget
+from podsched.fastpath.columns import F64, I64, Bool, NodeColumns, Obj
 from podsched.fastpath.fit_status import fit_statuses
 from podsched.fastpath.victims import (
     CANDIDATE,
@@ -54,6 +57,7 @@ class VectorizedDryRun:
         self.strategy = strategy
         self.fallback = fallback
         self.vectorized_runs = 0  # dry runs decided here (tests and benchmarks look)
+        self._outcomes: NodeOutcomes | None = None  # what the dry runs so far found, per node row
 
     def __call__(self, run: DryRun) -> None:
         if not run.policy.is_default:  # see the module docstring: the plain per-node path decides
@@ -68,6 +72,7 @@ class VectorizedDryRun:
         _, shape, load = inputs
         columns = self.strategy.columns
         nominated = _dense(columns, load)
+        outcomes = self._outcomes_for(columns, shape.priority, shape.checks, run, nominated)
         index = columns.index
         nodes, accumulator = run.nodes, run.accumulator
         position = 0
@@ -75,14 +80,136 @@ class VectorizedDryRun:
         while position < len(nodes):
             chunk_nodes = nodes[position : position + size]
             rows = np.fromiter(map(index.__getitem__, map(_NAME, chunk_nodes)), np.int64, len(chunk_nodes))
-            if not columns.ensure_slots(rows):  # a pod outside the exact range: the rest node by node
-                self.fallback(replace(run, nodes=nodes[position:]))
-                return
-            chunk = select_victims(columns, rows, shape.priority, shape.checks, nominated, run.pdbs, run.now)
-            if _feed(chunk, columns.names[rows].tolist(), shape.checks, accumulator):
+            unknown = outcomes.unknown(rows)
+            if unknown.size:
+                if not columns.ensure_slots(unknown):  # a pod outside the exact range: the rest node by node
+                    self.fallback(replace(run, nodes=nodes[position:]))
+                    return
+                outcomes.store(
+                    select_victims(columns, unknown, shape.priority, shape.checks, nominated, run.pdbs, run.now)
+                )
+            if _feed(outcomes.of(rows), columns.names[rows].tolist(), shape.checks, accumulator):
                 return
             position += size
             size *= 2
+
+    def _outcomes_for(
+        self,
+        columns: NodeColumns,
+        priority: int,
+        checks: tuple[ResourceCheck, ...],
+        run: DryRun,
+        nominated: NominatedLoad | None,
+    ) -> NodeOutcomes:
+        """The outcomes known for this preemptor's shape at this `now` with these PDBs, brought up
+        to date with the columns and the nominated load (a new table if any of those differ)."""
+        key = (priority, checks, run.now, _pdb_key(run.pdbs))
+        outcomes = self._outcomes
+        if outcomes is None or not outcomes.serves(key, columns):
+            outcomes = self._outcomes = NodeOutcomes(key, columns, len(checks))
+        outcomes.refresh(columns, nominated)
+        return outcomes
+
+
+class NodeOutcomes:
+    """SelectVictimsOnNode's outcome per node row, for one preemptor shape (priority and resource
+    checks) at one `now` with one set of PDBs, kept for the dry runs after it.
+
+    The pods of a PostFilterRun are decided one after another on one copy of the cluster, and most
+    are alike (PreemptionBasic: 32 preemptors of one template): between two of their dry runs only
+    the nominated load changes, on the node the earlier pod was nominated to and where it cleared
+    nominations. A row's outcome depends only on the row (its node and pods: the columns' change log
+    says when it is re-read), the nominated load on it and the key; a dry run computes the rows it
+    reaches that are unknown or changed, and reads the others from here."""
+
+    def __init__(self, key: Hashable, columns: NodeColumns, checks: int) -> None:
+        n, k = columns.n, columns.k
+        self.key = key
+        self.layout = columns.layout
+        self.epoch = columns.content_epoch
+        self.known: Bool = np.zeros(n, np.bool_)
+        self.kind: I64 = np.zeros(n, np.int64)
+        self.fit_fails: list[Bool] = [np.zeros(n, np.bool_) for _ in range(1 + checks)]
+        self.unresolvable: Bool = np.zeros(n, np.bool_)
+        self.violations: I64 = np.zeros(n, np.int64)
+        self.victim_count: I64 = np.zeros(n, np.int64)
+        self.top_priority: I64 = np.zeros(n, np.int64)
+        self.priority_sum: I64 = np.zeros(n, np.int64)
+        self.earliest_top_start: F64 = np.zeros(n)
+        self.victims: Obj = np.empty((n, k), object)
+        self.nominated_count: I64 = np.zeros(n, np.int64)
+        self.nominated_amounts: list[I64] = [np.zeros(n, np.int64) for _ in range(checks)]
+
+    def serves(self, key: Hashable, columns: NodeColumns) -> bool:
+        return key == self.key and columns.layout == self.layout
+
+    def refresh(self, columns: NodeColumns, nominated: NominatedLoad | None) -> None:
+        """Forget the rows re-read since the last dry run and those whose nominated load changed."""
+        changed = columns.rows_changed_since(self.epoch)
+        if changed is None:
+            self.known[:] = False
+        else:
+            self.known[changed] = False
+        self.epoch = columns.content_epoch
+        if nominated is None:
+            count, amounts = (
+                np.zeros(columns.n, np.int64),
+                [np.zeros(columns.n, np.int64) for _ in self.nominated_amounts],
+            )
+        else:
+            count, amounts = nominated.count, nominated.amounts
+        moved = count != self.nominated_count
+        for amount, before in zip(amounts, self.nominated_amounts, strict=True):
+            moved |= amount != before
+        self.known &= ~moved
+        self.nominated_count, self.nominated_amounts = count, amounts
+
+    def unknown(self, rows: I64) -> I64:
+        """The rows among these whose outcome must be computed."""
+        unknown: I64 = rows[~self.known[rows]]
+        return unknown
+
+    def store(self, chunk: ChunkOutcome) -> None:
+        rows = chunk.rows
+        self.known[rows] = True
+        self.kind[rows] = chunk.kind
+        for kept, fails in zip(self.fit_fails, chunk.fit_fails, strict=True):
+            kept[rows] = fails
+        self.unresolvable[rows] = chunk.unresolvable
+        self.violations[rows] = chunk.violations
+        self.victim_count[rows] = chunk.victim_count
+        self.top_priority[rows] = chunk.top_priority
+        self.priority_sum[rows] = chunk.priority_sum
+        self.earliest_top_start[rows] = chunk.earliest_top_start
+        width = chunk.victims.shape[1]
+        if width > self.victims.shape[1]:  # the columns' pod slots grew
+            wider: Obj = np.empty((self.victims.shape[0], width), object)
+            wider[:, : self.victims.shape[1]] = self.victims
+            self.victims = wider
+        self.victims[rows, :width] = chunk.victims
+
+    def of(self, rows: I64) -> ChunkOutcome:
+        """The outcomes of these rows (all known), in their order."""
+        return ChunkOutcome(
+            rows,
+            self.kind[rows],
+            [fails[rows] for fails in self.fit_fails],
+            self.unresolvable[rows],
+            self.violations[rows],
+            self.victim_count[rows],
+            self.top_priority[rows],
+            self.priority_sum[rows],
+            self.earliest_top_start[rows],
+            self.victims[rows],
+        )
+
+
+def _pdb_key(pdbs: Sequence[PodDisruptionBudget]) -> tuple[Hashable, ...]:
+    """What the dry run reads of the PDBs: which pods each matches and how many it lets go."""
+    return tuple(
+        (pdb.namespace, pdb.selector, pdb.status.disruptions_allowed, frozenset(pdb.status.disrupted_pods))
+        for pdb in pdbs
+    )
 
 
 def _dense(columns: NodeColumns, load: tuple[I64, I64, list[I64]] | None) -> NominatedLoad | None:
