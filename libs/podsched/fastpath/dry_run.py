@@ -33,6 +33,7 @@ from podsched.fastpath.victims import (
     select_victims,
 )
 from podsched.framework.interface import ResourceCheck
+from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Status
 from podsched.preemption.evaluator import DryRun, DryRunAccumulator, DryRunExecutor
 from podsched.preemption.tie_breaks import VictimSummary
@@ -73,25 +74,29 @@ class VectorizedDryRun:
         columns = self.strategy.columns
         nominated = _dense(columns, load)
         outcomes = self._outcomes_for(columns, shape.priority, shape.checks, run, nominated)
-        index = columns.index
         nodes, accumulator = run.nodes, run.accumulator
-        position = 0
+        rows = _rows_of(columns, nodes)
+        # Outcomes are computed chunk by chunk (each chunk twice the last), and fed to the
+        # accumulator once those known can end the search: usually once per dry run.
+        fed = end = 0
         size = max(accumulator.n, MIN_CHUNK)
-        while position < len(nodes):
-            chunk_nodes = nodes[position : position + size]
-            rows = np.fromiter(map(index.__getitem__, map(_NAME, chunk_nodes)), np.int64, len(chunk_nodes))
-            unknown = outcomes.unknown(rows)
+        while end < len(rows):
+            unknown = outcomes.unknown(rows[end : end + size])
             if unknown.size:
                 if not columns.ensure_slots(unknown):  # a pod outside the exact range: the rest node by node
-                    self.fallback(replace(run, nodes=nodes[position:]))
+                    if fed < end and _feed(outcomes.of(rows[fed:end]), columns, shape.checks, accumulator):
+                        return
+                    self.fallback(replace(run, nodes=nodes[end:]))
                     return
                 outcomes.store(
                     select_victims(columns, unknown, shape.priority, shape.checks, nominated, run.pdbs, run.now)
                 )
-            if _feed(outcomes.of(rows), columns.names[rows].tolist(), shape.checks, accumulator):
-                return
-            position += size
+            end = min(end + size, len(rows))
             size *= 2
+            if end == len(rows) or outcomes.may_end_search(rows[fed:end], accumulator):
+                if _feed(outcomes.of(rows[fed:end]), columns, shape.checks, accumulator):
+                    return
+                fed = end
 
     def _outcomes_for(
         self,
@@ -169,6 +174,16 @@ class NodeOutcomes:
         unknown: I64 = rows[~self.known[rows]]
         return unknown
 
+    def may_end_search(self, rows: I64, accumulator: DryRunAccumulator) -> bool:
+        """Whether feeding these rows' outcomes (all known) would end the search: the accumulator's
+        stop condition on the candidates among them (each list capped at n)."""
+        candidate = self.kind[rows] == CANDIDATE
+        violating = int((candidate & (self.violations[rows] > 0)).sum())
+        non_violating = len(accumulator.non_violating) + int(candidate.sum()) - violating
+        violating += len(accumulator.violating)
+        n = accumulator.n
+        return non_violating > 0 and min(non_violating, n) + min(violating, n) >= n
+
     def store(self, chunk: ChunkOutcome) -> None:
         rows = chunk.rows
         self.known[rows] = True
@@ -212,6 +227,19 @@ def _pdb_key(pdbs: Sequence[PodDisruptionBudget]) -> tuple[Hashable, ...]:
     )
 
 
+def _rows_of(columns: NodeColumns, nodes: Sequence[NodeInfo]) -> I64:
+    """The column rows of these nodes, in their order. Usually they are every node of the snapshot
+    from the candidate offset on (no node failed a filter preemption cannot help with): a rotation
+    of the rows, told without looking each name up."""
+    n = columns.n
+    if len(nodes) == n and n:
+        offset = columns.index[nodes[0].name]
+        infos = columns.infos
+        if nodes[: n - offset] == infos[offset:] and nodes[n - offset :] == infos[:offset]:
+            return np.roll(np.arange(n, dtype=np.int64), -offset)
+    return np.fromiter(map(columns.index.__getitem__, map(_NAME, nodes)), np.int64, len(nodes))
+
+
 def _dense(columns: NodeColumns, load: tuple[I64, I64, list[I64]] | None) -> NominatedLoad | None:
     """The nominated pods' load as full columns, as select_victims reads it."""
     if load is None:
@@ -228,13 +256,14 @@ def _dense(columns: NodeColumns, load: tuple[I64, I64, list[I64]] | None) -> Nom
 
 
 def _feed(
-    chunk: ChunkOutcome, names: list[str], checks: Sequence[ResourceCheck], accumulator: DryRunAccumulator
+    chunk: ChunkOutcome, columns: NodeColumns, checks: Sequence[ResourceCheck], accumulator: DryRunAccumulator
 ) -> bool:
     """Feed the chunk's nodes to the accumulator in order, as SelectVictimsOnNode's outcomes; True
     when it says stop. Candidates (and nodes that need no victim: the accumulator reports those)
-    go one by one; the rejected nodes between them, which never end the search, in runs, their
-    statuses made only if the accumulator asks (no candidate found)."""
+    go in runs of consecutive ones; the rejected nodes between them, which never end the search, in
+    runs too, their statuses made only if the accumulator asks (no candidate found)."""
     kind = chunk.kind
+    names: list[str] = columns.names[chunk.rows].tolist()
     made: list[list[Status]] = []
 
     def rejection_statuses() -> list[Status]:
@@ -252,37 +281,39 @@ def _feed(
     def run_of(start: int, end: int) -> Callable[[], list[Status]]:
         return lambda: rejection_statuses()[start:end]
 
-    decided = np.flatnonzero((kind == CANDIDATE) | (kind == NO_VICTIM_ERROR)).tolist()
-    counts = chunk.victim_count.tolist()
-    violations = chunk.violations.tolist()
-    top_priority = chunk.top_priority.tolist()
-    priority_sum = chunk.priority_sum.tolist()
-    earliest = chunk.earliest_top_start.tolist()
-    widest = max((counts[i] for i in decided), default=0)
-    victims = chunk.victims[:, :widest].tolist() if decided else []  # one conversion, then cut per node
-    run: list[int] = []  # consecutive candidates (no rejected node between them), fed at once
+    # Only the decided nodes' outcomes are turned into Python objects, each list aligned with `decided`.
+    decided_rows = np.flatnonzero((kind == CANDIDATE) | (kind == NO_VICTIM_ERROR))
+    decided = decided_rows.tolist()
+    counts = chunk.victim_count[decided_rows].tolist()
+    violations = chunk.violations[decided_rows].tolist()
+    top_priority = chunk.top_priority[decided_rows].tolist()
+    priority_sum = chunk.priority_sum[decided_rows].tolist()
+    earliest = chunk.earliest_top_start[decided_rows].tolist()
+    widest = max(counts, default=0)
+    victims = chunk.victims[decided_rows, :widest].tolist()  # one conversion, then cut per node
+    run: list[int] = []  # positions in `decided` of consecutive candidates, fed at once
 
     def feed_run() -> bool:
         if not run:
             return False
         stop = accumulator.add_candidates(
-            [names[i] for i in run],
-            [victims[i] if counts[i] == widest else victims[i][: counts[i]] for i in run],
-            [violations[i] for i in run],
-            [VictimSummary(top_priority[i], priority_sum[i], earliest[i]) for i in run],
+            [names[decided[k]] for k in run],
+            [victims[k] if counts[k] == widest else victims[k][: counts[k]] for k in run],
+            [violations[k] for k in run],
+            [VictimSummary(top_priority[k], priority_sum[k], earliest[k]) for k in run],
         )
         run.clear()
         return stop
 
     previous = 0
-    for i in decided:
+    for k, i in enumerate(decided):
         if i > previous:
             if feed_run():
                 return True
             accumulator.add_rejections(names[previous:i], run_of(previous, i))
         previous = i + 1
-        if counts[i]:
-            run.append(i)
+        if counts[k]:
+            run.append(k)
         # Fits with every pod reprieved: the accumulator's "expected at least one victim".
         elif feed_run() or accumulator.add(NodeVictims(names[i], [], 0, None)):
             return True
