@@ -9,6 +9,8 @@ upstream's pod-default template, as `make bench` creates it):
                   decoded, defaulted and validated (`decode_object`)
   encode_created  the binder's record of the created pod: the object's JSON (`to_json`)
   encode_bound    the same for the bound pod
+  encode_pair     a new pod's created record's JSON, then its bound record's (the bound pod made by
+                  `replace`, as the binder binds): what the binder renders per pod
   record_bound    the whole record of a bind: JSON, ObjectChange, serialized (`change_record`)
   decode_created  a replica applying the created pod's record (`decode_change`)
   decode_bound    a replica applying the bound pod's record
@@ -21,9 +23,11 @@ line per step on stdout.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from benchmarks.scheduler_perf import pod_template
 from podsched.api.documents import parse_json
@@ -58,10 +62,18 @@ def steps() -> dict[str, Callable[[], object]]:
     created_record = change_message(ADDED, created, "binder", 1_764_000_000.5).SerializeToString()
     bound_record = change_message(MODIFIED, bound, "binder", 1_764_000_000.75).SerializeToString()
     bind = Change(MODIFIED, "Pod", created, bound)
+    fresh = itertools.cycle([decode_object(parse_json(body), owned=True) for _ in range(8192)])
+
+    def encode_pair() -> object:
+        pod = next(fresh)
+        to_json(pod)
+        return to_json(replace(pod, spec=replace(pod.spec, node_name="scheduler-perf-17")))
+
     return {
         "admit_body": lambda: decode_object(parse_json(body), owned=True),
         "encode_created": lambda: to_json(created),
         "encode_bound": lambda: to_json(bound),
+        "encode_pair": encode_pair,
         "record_bound": lambda: change_record(bind, "binder", 1_764_000_000.75, 8),
         "decode_created": lambda: decode_change(created_record),
         "decode_bound": lambda: decode_change(bound_record),

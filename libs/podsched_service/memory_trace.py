@@ -308,8 +308,8 @@ def timestamp_caches() -> list[Any]:
 
 def fill_timestamp_caches() -> int:
     """Fill every timestamp cache to its bound (PODSCHED_MEMORY_TRACE_FILL_CACHES) and return the
-    entries added: formatting and parsing each filler timestamp fills the per-second caches and
-    parse_timestamp's texts alike."""
+    entries added: formatting and parsing each filler timestamp fills the per-second caches,
+    format_timestamp's instants and parse_timestamp's texts alike."""
     caches = timestamp_caches()
 
     def entries() -> int:

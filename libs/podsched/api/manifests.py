@@ -43,6 +43,7 @@ from podsched.api.codecs.node import DEFAULT_NODE_PODS, decode_node, overlay_nod
 from podsched.api.codecs.pdb import decode_pdb, overlay_pdb
 from podsched.api.codecs.pod import DEFAULT_PROTOCOL, decode_pod, overlay_pod
 from podsched.api.codecs.pod_group import decode_pod_group, overlay_pod_group
+from podsched.api.codecs.pod_json import encode_pod_json
 from podsched.api.codecs.priority_class import decode_priority_class, overlay_priority_class
 from podsched.api.codecs.quantities import render_quantity
 from podsched.api.codecs.resource_quota import decode_resource_quota, overlay_resource_quota, render_quota_quantity
@@ -243,17 +244,11 @@ def encode_object(obj: ApiObject) -> dict[str, Any]:
 
 def encode_json(obj: ApiObject) -> bytes:
     """`encode_object(obj)` as compact JSON text (`json_text.dumps`): what a record's object_json
-    holds. The document is only written out, so the manifest is not deep-copied first: a pod's
-    overlay changes only the top level of its spec and status, which are copied (the deep copy was
-    a fifth of rendering a pod); other kinds are copied whole as in encode_object."""
+    holds. A pod's text is put together from its spec's rendering kept from its previous record
+    (`codecs.pod_json`); other kinds are copied whole and rendered as in encode_object."""
     if isinstance(obj, Pod):
-        source = {
-            key: dict(value) if key in ("spec", "status") and isinstance(value, dict) else value
-            for key, value in obj.source.items()
-        }
-    else:
-        source = _copy_document(obj.source)
-    return json_text.dumps(_encode(obj, source))
+        return encode_pod_json(obj)
+    return json_text.dumps(_encode(obj, _copy_document(obj.source)))
 
 
 def _encode(obj: ApiObject, source: dict[str, Any]) -> dict[str, Any]:

@@ -21,10 +21,15 @@ _EARLIEST = calendar.timegm((1, 1, 1, 0, 0, 0, 0, 0, 0))
 _LATEST = calendar.timegm((9999, 12, 31, 23, 59, 59, 0, 0, 0))
 
 
+@functools.lru_cache(maxsize=16384)
 def format_timestamp(seconds: float) -> str:
     """Seconds since the epoch -> RFC3339 in UTC (`2026-01-01T00:00:00Z`). Fractional seconds are
     written only when non-zero, with at least six digits (`2026-01-01T00:00:00.500000Z`) and more
-    when the float needs them, so that `parse_timestamp(format_timestamp(t)) == t` for every t."""
+    when the float needs them, so that `parse_timestamp(format_timestamp(t)) == t` for every t.
+
+    Cached: every record of a pod writes its creationTimestamp again, and a bound pod's startTime
+    is its PodScheduled condition's time. (Equal keys give equal text: 0.0 and -0.0 both write the
+    epoch, and an int writes as the float it equals.)"""
     whole = math.floor(seconds)
     text = _second_text(whole)
     shortest = repr(float(seconds))  # the shortest decimal that reproduces the float

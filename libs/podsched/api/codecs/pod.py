@@ -578,27 +578,34 @@ def _encode_container(container: Container) -> dict[str, Any]:
     return out
 
 
-# What `_fill_pod_spec` renders for each field a pod's manifest is silent on.
-_POD_SPEC_FIELDS: tuple[tuple[str, Callable[[PodSpec], Any]], ...] = (
-    ("containers", lambda spec: [_encode_container(c) for c in spec.containers]),
-    ("initContainers", lambda spec: [_encode_container(c) for c in spec.init_containers]),
-    ("overhead", lambda spec: {name: render_quantity(name, value) for name, value in spec.overhead}),
-    ("nodeSelector", lambda spec: dict(spec.node_selector)),
-    ("affinity", lambda spec: None if spec.affinity is None else _encode_affinity(spec.affinity)),
-    ("tolerations", lambda spec: [_encode_toleration(t) for t in spec.tolerations]),
+# What `_fill_pod_spec` renders for each field a pod's manifest is silent on: (key, the typed
+# field, its rendering). An empty typed field renders empty, which is not written.
+_POD_SPEC_FIELDS: tuple[tuple[str, str, Callable[[PodSpec], Any]], ...] = (
+    ("containers", "containers", lambda spec: [_encode_container(c) for c in spec.containers]),
+    ("initContainers", "init_containers", lambda spec: [_encode_container(c) for c in spec.init_containers]),
+    (
+        "overhead",
+        "overhead",
+        lambda spec: {name: render_quantity(name, value) for name, value in spec.overhead},
+    ),
+    ("nodeSelector", "node_selector", lambda spec: dict(spec.node_selector)),
+    ("affinity", "affinity", lambda spec: None if spec.affinity is None else _encode_affinity(spec.affinity)),
+    ("tolerations", "tolerations", lambda spec: [_encode_toleration(t) for t in spec.tolerations]),
     (
         "topologySpreadConstraints",
+        "topology_spread_constraints",
         lambda spec: [_encode_spread_constraint(c) for c in spec.topology_spread_constraints],
     ),
-    ("schedulerName", lambda spec: spec.scheduler_name),
+    ("schedulerName", "scheduler_name", lambda spec: spec.scheduler_name),
 )
 
 
 def _fill_pod_spec(spec: PodSpec, doc: dict[str, Any]) -> None:
     """Render the typed spec into fields the manifest is silent on (an object built in code rather
-    than decoded has no manifest); fields the manifest has are kept as written, and not rendered."""
-    for key, render in _POD_SPEC_FIELDS:
-        if key not in doc:
+    than decoded has no manifest); fields the manifest has are kept as written, and not rendered.
+    An empty typed field is skipped unrendered: `put` would write nothing for it."""
+    for key, attribute, render in _POD_SPEC_FIELDS:
+        if key not in doc and getattr(spec, attribute):
             put(doc, key, render(spec))
 
 
@@ -611,19 +618,27 @@ def _encode_condition(condition: PodCondition) -> dict[str, Any]:
 
 
 def overlay_pod(pod: Pod, body: dict[str, Any]) -> None:
-    spec = child(body, "spec")
-    _fill_pod_spec(pod.spec, spec)
-    put(spec, "nodeName", pod.spec.node_name)
-    put(spec, "priorityClassName", pod.spec.priority_class_name)
-    put(spec, "priority", pod.spec.priority)
-    put(spec, "preemptionPolicy", pod.spec.preemption_policy)
-    if pod.spec.pod_group_name is not None:
-        spec["schedulingGroup"] = {**(spec.get("schedulingGroup") or {}), "podGroupName": pod.spec.pod_group_name}
-    spec["terminationGracePeriodSeconds"] = pod.spec.termination_grace_period_seconds
-    status = child(body, "status")
-    status["phase"] = pod.status.phase
-    put(status, "nominatedNodeName", pod.status.nominated_node_name)
-    put(status, "startTime", timestamp_text(pod.status.start_time))
-    put(status, "conditions", [_encode_condition(c) for c in pod.status.conditions])
-    put(status, "reason", pod.status.reason)
-    put(status, "message", pod.status.message)
+    overlay_pod_spec(pod.spec, child(body, "spec"), pod.spec.node_name)
+    overlay_pod_status(pod.status, child(body, "status"))
+
+
+def overlay_pod_spec(typed: PodSpec, spec: dict[str, Any], node_name: str) -> None:
+    """Lay the typed spec over (a copy of) the manifest's spec, with `node_name` as its nodeName."""
+    _fill_pod_spec(typed, spec)
+    put(spec, "nodeName", node_name)
+    put(spec, "priorityClassName", typed.priority_class_name)
+    put(spec, "priority", typed.priority)
+    put(spec, "preemptionPolicy", typed.preemption_policy)
+    if typed.pod_group_name is not None:
+        spec["schedulingGroup"] = {**(spec.get("schedulingGroup") or {}), "podGroupName": typed.pod_group_name}
+    spec["terminationGracePeriodSeconds"] = typed.termination_grace_period_seconds
+
+
+def overlay_pod_status(typed: PodStatus, status: dict[str, Any]) -> None:
+    """Lay the typed status over (a copy of) the manifest's status."""
+    status["phase"] = typed.phase
+    put(status, "nominatedNodeName", typed.nominated_node_name)
+    put(status, "startTime", timestamp_text(typed.start_time))
+    put(status, "conditions", [_encode_condition(c) for c in typed.conditions])
+    put(status, "reason", typed.reason)
+    put(status, "message", typed.message)
