@@ -272,11 +272,22 @@ class Binder:
     async def submit(self, apply: Callable[[Cluster], Any]) -> tuple[Any, tuple[int, int]]:
         """Run `apply` in the next batch; once the batch is committed, returns its result and the
         committed (resource version, last event sequence)."""
+        (done,) = self.submit_all([(apply, None)])
+        return await done
+
+    def submit_all(
+        self, applies: Sequence[tuple[Callable[[Cluster], Any], TraceContext | None]]
+    ) -> list[asyncio.Future[Any]]:
+        """Queue several operations, in order and one after the other, each in its trace (None: the
+        caller's); each future is what `submit` would return for it. Each is its own operation (its
+        changes all or none), and they usually share the next batch's transaction."""
         if self.failed.is_set():
             raise RuntimeError("binder is restarting after a failed commit")
-        operation = Operation(apply, self.observer.current_trace())
-        self._operations.put_nowait(operation)
-        return await operation.done
+        current = self.observer.current_trace()
+        operations = [Operation(apply, current if trace is None else trace) for apply, trace in applies]
+        for operation in operations:
+            self._operations.put_nowait(operation)
+        return [operation.done for operation in operations]
 
     async def _write_loop(self) -> None:
         while True:
@@ -408,12 +419,25 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
     ) -> tuple[Any, tuple[int, int]]:
         try:
             return await self.binder.submit(apply)
-        except ApiError as error:
-            await context.abort(status_code(error), error.kubectl_message())
-        except BindError as error:
-            await context.abort(grpc.StatusCode.FAILED_PRECONDITION, str(error))
-        except RuntimeError as error:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, str(error))
+        except (ApiError, BindError, RuntimeError) as error:
+            await context.abort(*_refusal(error))
+
+    async def _run_each(
+        self, applies: Sequence[tuple[Callable[[Cluster], Any], TraceContext | None]]
+    ) -> list[tuple[Any, tuple[int, int]] | Refused]:
+        """Several operations of one call, each as `_run` runs it alone: its result and the committed
+        versions, or the refusal its own call would have ended with."""
+        try:
+            submitted = self.binder.submit_all(applies)
+        except RuntimeError as error:  # restarting after a failed commit: every one is refused
+            return [Refused(*_refusal(error))] * len(applies)
+        outcomes: list[tuple[Any, tuple[int, int]] | Refused] = []
+        for done in submitted:
+            try:
+                outcomes.append(await done)
+            except Exception as error:  # a bug in one operation is that operation's error alone
+                outcomes.append(Refused(*_refusal(error)))
+        return outcomes
 
     async def Write(self, request: binder_pb2.WriteRequest, context: grpc.aio.ServicerContext) -> Any:
         outcome = await self._write(request)
@@ -509,6 +533,33 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
     ) -> Any:
         """A pod-group cycle's writes, one operation of the write loop, so one transaction: the gang
         binds whole or not at all, even if the binder dies right after (crash-only)."""
+        done, versions = await self._run(context, self._pod_group_result_writes(request))
+        return _pod_group_result_response(request, done, versions)
+
+    async def RecordPodGroupResults(
+        self, request: binder_pb2.RecordPodGroupResultsRequest, context: grpc.aio.ServicerContext
+    ) -> Any:
+        """Each group's writes as RecordPodGroupResult writes them (one operation each), all queued at
+        once so that they usually commit in one transaction."""
+        applies = [
+            (self._pod_group_result_writes(result), self.observer.trace_of(result.trace_context))
+            for result in request.results
+        ]
+        outcomes = await self._run_each(applies)
+        return binder_pb2.RecordPodGroupResultsResponse(
+            outcomes=[
+                binder_pb2.RecordPodGroupResultOutcome(code=outcome.code.value[0], message=outcome.message)
+                if isinstance(outcome, Refused)
+                else binder_pb2.RecordPodGroupResultOutcome(
+                    response=_pod_group_result_response(result, outcome[0], outcome[1])
+                )
+                for result, outcome in zip(request.results, outcomes, strict=True)
+            ]
+        )
+
+    def _pod_group_result_writes(
+        self, request: binder_pb2.RecordPodGroupResultRequest
+    ) -> Callable[[Cluster], list[PodGroupWrite]]:
         writes = [
             PodGroupWrite(
                 Pod(ObjectMeta(name="", uid=p.pod_uid)),
@@ -538,15 +589,34 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
                 self.observer.pod_group_bound(sum(1 for write in done if write.node_name))
                 return done
 
-        done, (version, sequence) = await self._run(context, record)
-        placed = sum(1 for p in request.pods if p.node_name)
-        bound_uids = [write.pod.uid for write in done if write.node_name]
-        bind_error = "" if len(bound_uids) == placed else next((w.message for w in done if not w.node_name), "")
-        return binder_pb2.RecordPodGroupResultResponse(
-            bound_pod_uids=bound_uids, bind_error=bind_error, resource_version=version, event_sequence=sequence
-        )
+        return record
 
     async def RecordFailure(self, request: binder_pb2.RecordFailureRequest, context: grpc.aio.ServicerContext) -> Any:
+        _, (version, sequence) = await self._run(context, self._failure_writes(request))
+        return binder_pb2.RecordFailureResponse(resource_version=version, event_sequence=sequence)
+
+    async def RecordFailures(self, request: binder_pb2.RecordFailuresRequest, context: grpc.aio.ServicerContext) -> Any:
+        """Each failure's writes as RecordFailure writes them (one operation each), all queued at once
+        so that they usually commit in one transaction."""
+        applies = [
+            (self._failure_writes(failure), self.observer.trace_of(failure.trace_context))
+            for failure in request.failures
+        ]
+        outcomes = await self._run_each(applies)
+        return binder_pb2.RecordFailuresResponse(
+            outcomes=[
+                binder_pb2.RecordFailureOutcome(code=outcome.code.value[0], message=outcome.message)
+                if isinstance(outcome, Refused)
+                else binder_pb2.RecordFailureOutcome(
+                    response=binder_pb2.RecordFailureResponse(
+                        resource_version=outcome[1][0], event_sequence=outcome[1][1]
+                    )
+                )
+                for outcome in outcomes
+            ]
+        )
+
+    def _failure_writes(self, request: binder_pb2.RecordFailureRequest) -> Callable[[Cluster], None]:
         def record(cluster: Cluster) -> None:
             self.binder.admit_leader(request.leader_epoch)
             with self.observer.recording_failure(request, cluster.pods_by_uid):
@@ -560,8 +630,40 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
                     request.clear_own_nomination,
                 )
 
-        _, (version, sequence) = await self._run(context, record)
-        return binder_pb2.RecordFailureResponse(resource_version=version, event_sequence=sequence)
+        return record
+
+
+@dataclass(frozen=True)
+class Refused:
+    """One operation of a call that carries several, refused: the status its own call would end with."""
+
+    code: grpc.StatusCode
+    message: str
+
+
+def _refusal(error: Exception) -> tuple[grpc.StatusCode, str]:
+    """The status a refused operation's call ends with: an admission error's own code and kubectl
+    line, FAILED_PRECONDITION for a refused decision (BindError), UNAVAILABLE while the binder
+    restarts after a failed commit, UNKNOWN for a bug."""
+    if isinstance(error, ApiError):
+        return status_code(error), error.kubectl_message()
+    if isinstance(error, BindError):
+        return grpc.StatusCode.FAILED_PRECONDITION, str(error)
+    if isinstance(error, RuntimeError):
+        return grpc.StatusCode.UNAVAILABLE, str(error)
+    return grpc.StatusCode.UNKNOWN, str(error)
+
+
+def _pod_group_result_response(
+    request: binder_pb2.RecordPodGroupResultRequest, done: list[PodGroupWrite], versions: tuple[int, int]
+) -> binder_pb2.RecordPodGroupResultResponse:
+    placed = sum(1 for p in request.pods if p.node_name)
+    bound_uids = [write.pod.uid for write in done if write.node_name]
+    bind_error = "" if len(bound_uids) == placed else next((w.message for w in done if not w.node_name), "")
+    version, sequence = versions
+    return binder_pb2.RecordPodGroupResultResponse(
+        bound_pod_uids=bound_uids, bind_error=bind_error, resource_version=version, event_sequence=sequence
+    )
 
 
 def _delete_many_outcome(deletion: ListedDeletion) -> binder_pb2.DeleteManyOutcome:

@@ -3,9 +3,10 @@ interfaces to them (scheduler.Filter, Preemption, Binder) over those connections
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import grpc
+from opentelemetry import trace
 
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
@@ -14,6 +15,7 @@ from podsched_service import telemetry
 from podsched_service.server import CHANNEL_OPTIONS
 from podsched_service.tls import ClientTLS
 
+from .binder_writes import Outcome, SentTogether
 from .config import QueueConfig
 
 RPC_TIMEOUT = 60.0
@@ -76,11 +78,20 @@ class PreemptionClient:
 
 class BinderClient:
     """scheduler.Binder over the binder service; every decision carries the leader epoch the queue
-    schedules under (the binder refuses a deposed leader's)."""
+    schedules under (the binder refuses a deposed leader's). Failures recorded in the same turn of
+    the event loop (a PostFilterRun's decisions, a batch's refused binds) leave in one
+    RecordFailures, and pod-group results (a SchedulePodGroups batch's) in one
+    RecordPodGroupResults: each still answered, or refused, as its own call would be."""
 
     def __init__(self, stub: binder_pb2_grpc.BinderStub, leader_epoch: Callable[[], int]) -> None:
         self.stub = stub
         self.leader_epoch = leader_epoch
+        self._failures: SentTogether[binder_pb2.RecordFailureRequest, binder_pb2.RecordFailureResponse] = SentTogether(
+            self._record_failures
+        )
+        self._pod_group_results: SentTogether[
+            binder_pb2.RecordPodGroupResultRequest, binder_pb2.RecordPodGroupResultResponse
+        ] = SentTogether(self._record_pod_group_results)
 
     async def bind(self, request: binder_pb2.BindRequest) -> binder_pb2.BindResponse:
         request.leader_epoch = self.leader_epoch()
@@ -88,10 +99,22 @@ class BinderClient:
 
     async def record_failure(self, request: binder_pb2.RecordFailureRequest) -> binder_pb2.RecordFailureResponse:
         request.leader_epoch = self.leader_epoch()
-        return await self.stub.RecordFailure(request, timeout=RPC_TIMEOUT)
+        request.trace_context.update(telemetry.carrier_of(trace.get_current_span()))
+        return await self._failures.call(request)
 
     async def record_pod_group_result(
         self, request: binder_pb2.RecordPodGroupResultRequest
     ) -> binder_pb2.RecordPodGroupResultResponse:
         request.leader_epoch = self.leader_epoch()
-        return await self.stub.RecordPodGroupResult(request, timeout=RPC_TIMEOUT)
+        request.trace_context.update(telemetry.carrier_of(trace.get_current_span()))
+        return await self._pod_group_results.call(request)
+
+    async def _record_failures(self, failures: list[binder_pb2.RecordFailureRequest]) -> Sequence[Outcome]:
+        request = binder_pb2.RecordFailuresRequest(failures=failures)
+        return (await self.stub.RecordFailures(request, timeout=RPC_TIMEOUT)).outcomes
+
+    async def _record_pod_group_results(
+        self, results: list[binder_pb2.RecordPodGroupResultRequest]
+    ) -> Sequence[Outcome]:
+        request = binder_pb2.RecordPodGroupResultsRequest(results=results)
+        return (await self.stub.RecordPodGroupResults(request, timeout=RPC_TIMEOUT)).outcomes
