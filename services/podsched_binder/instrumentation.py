@@ -50,6 +50,11 @@ BATCH_OPERATIONS = Histogram(
 EVENTS = Counter("podsched_events_total", "Events the binder recorded, by type and reason.", ["type", "reason"])
 # Decisions the binder logs one line each for (the queue logs Scheduled and FailedScheduling).
 LOGGED_REASONS = frozenset({ev.PREEMPTED, ev.NOMINATED, ev.NOMINATION_CLEARED, ev.KILLING, ev.DELETED})
+# A victim's eviction is one line, its Preempted one (naming the preemptor, the node and the grace
+# period): its Killing, and its Deleted when the grace period is 0, come in the same batch and add
+# nothing an operator needs (the events themselves are all recorded). A Deleted that ends a grace
+# period later has its own line.
+EVICTION_FOLLOW_UPS = frozenset({ev.KILLING, ev.DELETED})
 
 
 class BinderTelemetry:
@@ -66,6 +71,10 @@ class BinderTelemetry:
         self._owner_eviction_contexts: dict[str, TraceContext] = {}
         # This batch's "terminate pod" spans, by pod uid: the removal's records and events go under them.
         self._termination_contexts: dict[str, TraceContext] = {}
+        # The pods this batch preempted (their Preempted line stands for the whole eviction).
+        self._preempted: set[str] = set()
+        # EVENTS' child of each (type, reason): `labels` looks it up under a lock, for every event.
+        self._event_counters: dict[tuple[str, str], Any] = {}
 
     # --- the trace a write belongs to ------------------------------------------------------------
 
@@ -89,6 +98,7 @@ class BinderTelemetry:
     def batch_applied(self) -> None:
         """The batch's operations ran: its "terminate pod" spans are done with."""
         self._termination_contexts.clear()
+        self._preempted.clear()
 
     def change_recorded(self, change: Change) -> TraceContext:
         """The trace a change's records belong to: the current one, except for a pod removed after
@@ -110,28 +120,39 @@ class BinderTelemetry:
         return context
 
     def event_recorded(self, event: ev.Event, pods_by_uid: Mapping[str, Pod]) -> TraceContext:
-        """Count the event, log a decision the binder makes, and return the trace its record belongs
-        to (a Deleted pod's "terminate pod" span when someone evicted it)."""
-        EVENTS.labels(event.type, event.reason).inc()
+        """Count the event, log a decision the binder makes (one line per eviction), and return the
+        trace its record belongs to (a Deleted pod's "terminate pod" span when someone evicted it)."""
+        counter = self._event_counters.get((event.type, event.reason))
+        if counter is None:
+            counter = self._event_counters[(event.type, event.reason)] = EVENTS.labels(event.type, event.reason)
+        counter.inc()
         uid = event.involved_object.uid
         context = self._termination_contexts.get(uid) or otel_context.get_current()
         if event.reason == ev.DELETED and telemetry.tracing_enabled():
             context = self._termination_context(uid, pods_by_uid.get(uid)) or context
-        if event.reason in LOGGED_REASONS:
-            with self.within(context):
-                obj = event.involved_object
-                telemetry.decision(
-                    log,
-                    "%s %s/%s: %s",
-                    event.reason,
-                    obj.namespace,
-                    obj.name,
-                    event.message,
-                    decision=event.reason,
-                    pod=f"{obj.namespace}/{obj.name}",
-                    # The preemptor of a Preempted victim (the message names only its UID, as upstream's does).
-                    related=f"{event.related.namespace}/{event.related.name}" if event.related else None,
-                )
+        if event.reason not in LOGGED_REASONS or (event.reason in EVICTION_FOLLOW_UPS and uid in self._preempted):
+            return context
+        fields: dict[str, Any] = {}
+        if event.reason == ev.PREEMPTED:
+            self._preempted.add(uid)
+            victim = pods_by_uid.get(uid)
+            if victim is not None:
+                fields["grace_period_seconds"] = victim.spec.termination_grace_period_seconds
+        with self.within(context):
+            obj = event.involved_object
+            telemetry.decision(
+                log,
+                "%s %s/%s: %s",
+                event.reason,
+                obj.namespace,
+                obj.name,
+                event.message,
+                decision=event.reason,
+                pod=f"{obj.namespace}/{obj.name}",
+                # The preemptor of a Preempted victim (the message names only its UID, as upstream's does).
+                related=f"{event.related.namespace}/{event.related.name}" if event.related else None,
+                **fields,
+            )
         return context
 
     def _replacement_context(self, pod: Any) -> TraceContext | None:
