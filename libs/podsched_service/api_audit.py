@@ -31,8 +31,11 @@ from podsched_service.kafka_log import ensure_topic_names
 log = logging.getLogger(__name__)
 
 AUDIT_TOPIC = "podsched.audit.v1"
-# How long an answer waits for its audit record before the record is logged instead.
+# How long a send of audit records may take before its records are logged instead (an answer waits
+# for the send in flight, then for its own: at most twice this).
 RECORD_TIMEOUT_SECONDS = 10.0
+# The most record bytes in one record batch, as the binder's producer (a broker takes up to 1 MiB).
+MAX_BATCH_BYTES = 512 * 1024
 # Audit records are the operator's to expire: the broker's default retention applies.
 AUDIT_TOPIC_CONFIG: dict[str, str] = {}
 
@@ -113,19 +116,27 @@ class ApiAuditLog:
     logged in full (JSON, level ERROR) instead, and the request's answer stands: the write it is
     about is already durable, and failing the call would make a client retry a done write.
 
-    The records of writes answered in the same turn of the event loop (an ApplyBatch's, or many
-    clients') leave together, as one record batch per partition with one delivery future, as the
-    binder sends its transactions: a `send_and_wait` per record gave each two coroutines and a
-    future of its own."""
+    Records leave in group commits, as the binder sends its transactions: one send (a record batch
+    per partition, one delivery future) is in flight at a time, and the records that arrive
+    meanwhile (an ApplyBatch's, other calls') leave together once it is acknowledged, or at the next
+    turn of the event loop when nothing is in flight. The producer itself has one produce request
+    in flight per broker, so a send per turn of the loop only queued the batches up behind each
+    other, one request and one round trip each. A caller awaits only its record's future: the
+    timeout is the send's (`record_timeout`, one timer per send instead of a timer and a shield per
+    record), and a send that fails or times out fails each of its records."""
 
-    def __init__(self, bootstrap: str, prefix: str, enabled: bool = True) -> None:
+    def __init__(
+        self, bootstrap: str, prefix: str, enabled: bool = True, record_timeout: float = RECORD_TIMEOUT_SECONDS
+    ) -> None:
         self.bootstrap = bootstrap
         self.topic = audit_topic(prefix)
         self.enabled = enabled
+        self.record_timeout = record_timeout
         self.producer: AIOKafkaProducer | None = None
-        # (key, value, resolved once the broker acknowledged the record) waiting for the next flush.
+        # (key, value, resolved once the broker acknowledged the record) waiting for the next send.
         self._pending: list[tuple[bytes, bytes, asyncio.Future[None]]] = []
-        self._sending: set[asyncio.Task[None]] = set()
+        self._sending: asyncio.Task[None] | None = None  # the send in flight
+        self.sends = 0  # sends started, each one produce request per partition (or more when full)
 
     async def start(self) -> None:
         if not self.enabled:
@@ -138,12 +149,15 @@ class ApiAuditLog:
             linger_ms=0,
             client_id="podsched-queue-audit",
             partitioner=record_partition,
+            # A group commit of an ApplyBatch or more (a few hundred bytes a record) in one batch:
+            # aiokafka's default of 16 KiB split one into several requests, one after the other.
+            max_batch_size=MAX_BATCH_BYTES,
         )
         await self.producer.start()
 
     async def stop(self) -> None:
-        if self._sending:
-            await asyncio.gather(*self._sending, return_exceptions=True)
+        while self._sending is not None:  # the send in flight, then the one it started, if any
+            await asyncio.gather(self._sending, return_exceptions=True)
         if self.producer is not None:
             producer, self.producer = self.producer, None
             await producer.stop()  # flushes what is still in flight
@@ -157,14 +171,13 @@ class ApiAuditLog:
             if self.producer is None:
                 raise RuntimeError("the audit producer is not running")
             loop = asyncio.get_running_loop()
+            # Resolved (or failed, or timed out) by the send that carries it; a caller cancelled
+            # meanwhile cancels it, and the send skips its outcome. The record is sent all the same.
             written: asyncio.Future[None] = loop.create_future()
-            # A caller that stops waiting (cancelled, timed out) leaves the outcome unread.
-            written.add_done_callback(_read_outcome)
             self._pending.append((key, event.SerializeToString(), written))
-            if len(self._pending) == 1:
+            if self._sending is None and len(self._pending) == 1:
                 loop.call_soon(self._flush)
-            async with asyncio.timeout(RECORD_TIMEOUT_SECONDS):
-                await asyncio.shield(written)
+            await written
         except asyncio.CancelledError:
             raise
         except Exception as error:  # the broker is unreachable: keep the record in the log at least
@@ -177,33 +190,24 @@ class ApiAuditLog:
             )
 
     def _flush(self) -> None:
+        """Send what is pending, unless a send is in flight: its end sends it (`_sent`)."""
+        if self._sending is not None or not self._pending:
+            return
         pending, self._pending = self._pending, []
-        task = asyncio.ensure_future(self._send(pending))
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
+        self.sends += 1
+        self._sending = asyncio.ensure_future(self._send(pending))
+        self._sending.add_done_callback(self._sent)
+
+    def _sent(self, _: asyncio.Task[None]) -> None:
+        self._sending = None
+        self._flush()
 
     async def _send(self, records: list[tuple[bytes, bytes, asyncio.Future[None]]]) -> None:
-        """One record batch per partition (another when one is full), then each record's outcome."""
+        """One record batch per partition (another when one is full), then each record's outcome:
+        acknowledged, or the send's error (TimeoutError after `record_timeout`)."""
         try:
-            producer = self.producer
-            if producer is None:
-                raise RuntimeError("the audit producer is not running")
-            partitions = sorted(await producer.partitions_for(self.topic))
-            filling: dict[int, BatchBuilder] = {}
-            delivered: list[asyncio.Future[Any]] = []
-            for key, value, _ in records:
-                partition = record_partition(key, partitions, partitions)
-                batch = filling.get(partition)
-                if batch is None:
-                    batch = filling[partition] = producer.create_batch()
-                if batch.append(key=key, value=value, timestamp=None) is None:
-                    # Full: send it, and start the next (an empty batch takes any one record).
-                    delivered.append(await producer.send_batch(batch, self.topic, partition=partition))
-                    batch = filling[partition] = producer.create_batch()
-                    batch.append(key=key, value=value, timestamp=None)
-            for partition, batch in filling.items():
-                delivered.append(await producer.send_batch(batch, self.topic, partition=partition))
-            await asyncio.gather(*delivered)
+            async with asyncio.timeout(self.record_timeout):
+                await self._send_batches(records)
         except Exception as error:
             for _, _, written in records:
                 if not written.done():
@@ -213,7 +217,23 @@ class ApiAuditLog:
             if not written.done():
                 written.set_result(None)
 
-
-def _read_outcome(written: asyncio.Future[None]) -> None:
-    if not written.cancelled():
-        written.exception()
+    async def _send_batches(self, records: list[tuple[bytes, bytes, asyncio.Future[None]]]) -> None:
+        producer = self.producer
+        if producer is None:
+            raise RuntimeError("the audit producer is not running")
+        partitions = sorted(await producer.partitions_for(self.topic))
+        filling: dict[int, BatchBuilder] = {}
+        delivered: list[asyncio.Future[Any]] = []
+        for key, value, _ in records:
+            partition = record_partition(key, partitions, partitions)
+            batch = filling.get(partition)
+            if batch is None:
+                batch = filling[partition] = producer.create_batch()
+            if batch.append(key=key, value=value, timestamp=None) is None:
+                # Full: send it, and start the next (an empty batch takes any one record).
+                delivered.append(await producer.send_batch(batch, self.topic, partition=partition))
+                batch = filling[partition] = producer.create_batch()
+                batch.append(key=key, value=value, timestamp=None)
+        for partition, batch in filling.items():
+            delivered.append(await producer.send_batch(batch, self.topic, partition=partition))
+        await asyncio.gather(*delivered)
