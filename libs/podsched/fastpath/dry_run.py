@@ -36,7 +36,7 @@ from podsched.framework.interface import ResourceCheck
 from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Status
 from podsched.preemption.evaluator import DryRun, DryRunAccumulator, DryRunExecutor
-from podsched.preemption.tie_breaks import VictimSummary
+from podsched.preemption.tie_breaks import Candidate, VictimSummary
 from podsched.preemption.victims import NO_VICTIMS_MESSAGE, NodeVictims
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ class VectorizedDryRun:
             unknown = outcomes.unknown(rows[end : end + size])
             if unknown.size:
                 if not columns.ensure_slots(unknown):  # a pod outside the exact range: the rest node by node
-                    if fed < end and _feed(outcomes.of(rows[fed:end]), columns, shape.checks, accumulator):
+                    if fed < end and _feed(outcomes, rows[fed:end], columns, shape.checks, accumulator):
                         return
                     self.fallback(replace(run, nodes=nodes[end:]))
                     return
@@ -94,7 +94,7 @@ class VectorizedDryRun:
             end = min(end + size, len(rows))
             size *= 2
             if end == len(rows) or outcomes.may_end_search(rows[fed:end], accumulator):
-                if _feed(outcomes.of(rows[fed:end]), columns, shape.checks, accumulator):
+                if _feed(outcomes, rows[fed:end], columns, shape.checks, accumulator):
                     return
                 fed = end
 
@@ -142,6 +142,7 @@ class NodeOutcomes:
         self.priority_sum: I64 = np.zeros(n, np.int64)
         self.earliest_top_start: F64 = np.zeros(n)
         self.victims: Obj = np.empty((n, k), object)
+        self.candidates: Obj = np.empty(n, object)  # Candidate objects made so far (candidates_of)
         self.nominated_count: I64 = np.zeros(n, np.int64)
         self.nominated_amounts: list[I64] = [np.zeros(n, np.int64) for _ in range(checks)]
 
@@ -202,21 +203,30 @@ class NodeOutcomes:
             wider[:, : self.victims.shape[1]] = self.victims
             self.victims = wider
         self.victims[rows, :width] = chunk.victims
+        self.candidates[rows] = None
 
-    def of(self, rows: I64) -> ChunkOutcome:
-        """The outcomes of these rows (all known), in their order."""
-        return ChunkOutcome(
-            rows,
-            self.kind[rows],
-            [fails[rows] for fails in self.fit_fails],
-            self.unresolvable[rows],
-            self.violations[rows],
-            self.victim_count[rows],
-            self.top_priority[rows],
-            self.priority_sum[rows],
-            self.earliest_top_start[rows],
-            self.victims[rows],
-        )
+    def candidates_of(self, rows: I64, names: list[str]) -> list[Candidate | None]:
+        """The Candidate of each of these rows (named `names`; all known, CANDIDATE or
+        NO_VICTIM_ERROR), None where no victim is needed. A row's Candidate is made once and
+        handed to every dry run that reaches the row while its outcome holds: the Evaluator and
+        its callers only read candidates."""
+        found: list[Candidate | None] = self.candidates[rows].tolist()
+        missing = [k for k, candidate in enumerate(found) if candidate is None]
+        if not missing:
+            return found
+        made = rows[missing]
+        counts = self.victim_count[made].tolist()
+        violations = self.violations[made].tolist()
+        top_priority = self.top_priority[made].tolist()
+        priority_sum = self.priority_sum[made].tolist()
+        earliest = self.earliest_top_start[made].tolist()
+        victims = self.victims[made, : max(counts)].tolist()
+        for j, k in enumerate(missing):
+            if counts[j]:
+                summary = VictimSummary(top_priority[j], priority_sum[j], earliest[j])
+                candidate = Candidate(names[k], victims[j][: counts[j]], violations[j], summary)
+                found[k] = self.candidates[made[j]] = candidate
+        return found
 
 
 def _pdb_key(pdbs: Sequence[PodDisruptionBudget]) -> tuple[Hashable, ...]:
@@ -256,14 +266,18 @@ def _dense(columns: NodeColumns, load: tuple[I64, I64, list[I64]] | None) -> Nom
 
 
 def _feed(
-    chunk: ChunkOutcome, columns: NodeColumns, checks: Sequence[ResourceCheck], accumulator: DryRunAccumulator
+    outcomes: NodeOutcomes,
+    rows: I64,
+    columns: NodeColumns,
+    checks: Sequence[ResourceCheck],
+    accumulator: DryRunAccumulator,
 ) -> bool:
-    """Feed the chunk's nodes to the accumulator in order, as SelectVictimsOnNode's outcomes; True
-    when it says stop. Candidates (and nodes that need no victim: the accumulator reports those)
-    go in runs of consecutive ones; the rejected nodes between them, which never end the search, in
-    runs too, their statuses made only if the accumulator asks (no candidate found)."""
-    kind = chunk.kind
-    names: list[str] = columns.names[chunk.rows].tolist()
+    """Feed these rows' outcomes (all known) to the accumulator in order, as SelectVictimsOnNode's;
+    True when it says stop. Candidates (and nodes that need no victim: the accumulator reports
+    those) go in runs of consecutive ones; the rejected nodes between them, which never end the
+    search, in runs too, their statuses made only if the accumulator asks (no candidate found)."""
+    kind = outcomes.kind[rows]
+    names: list[str] = columns.names[rows].tolist()
     made: list[list[Status]] = []
 
     def rejection_statuses() -> list[Status]:
@@ -271,8 +285,8 @@ def _feed(
             rejected: Obj = np.empty(kind.size, object)
             filtered = np.flatnonzero(kind == FILTERED)
             if filtered.size:
-                fails = [f[filtered] for f in chunk.fit_fails]
-                index, statuses = fit_statuses(fails, chunk.unresolvable[filtered], checks)
+                fails = [f[rows[filtered]] for f in outcomes.fit_fails]
+                index, statuses = fit_statuses(fails, outcomes.unresolvable[rows[filtered]], checks)
                 rejected[filtered] = _object_array(statuses)[index]
             rejected[kind == NO_VICTIMS] = Status.unresolvable("", NO_VICTIMS_MESSAGE)
             made.append(rejected.tolist())
@@ -281,39 +295,27 @@ def _feed(
     def run_of(start: int, end: int) -> Callable[[], list[Status]]:
         return lambda: rejection_statuses()[start:end]
 
-    # Only the decided nodes' outcomes are turned into Python objects, each list aligned with `decided`.
-    decided_rows = np.flatnonzero((kind == CANDIDATE) | (kind == NO_VICTIM_ERROR))
-    decided = decided_rows.tolist()
-    counts = chunk.victim_count[decided_rows].tolist()
-    violations = chunk.violations[decided_rows].tolist()
-    top_priority = chunk.top_priority[decided_rows].tolist()
-    priority_sum = chunk.priority_sum[decided_rows].tolist()
-    earliest = chunk.earliest_top_start[decided_rows].tolist()
-    widest = max(counts, default=0)
-    victims = chunk.victims[decided_rows, :widest].tolist()  # one conversion, then cut per node
-    run: list[int] = []  # positions in `decided` of consecutive candidates, fed at once
+    decided_positions = np.flatnonzero((kind == CANDIDATE) | (kind == NO_VICTIM_ERROR))
+    decided = decided_positions.tolist()
+    candidates = outcomes.candidates_of(rows[decided_positions], [names[i] for i in decided])
+    run: list[Candidate] = []  # consecutive candidates (no rejected node between them), fed at once
 
     def feed_run() -> bool:
         if not run:
             return False
-        stop = accumulator.add_candidates(
-            [names[decided[k]] for k in run],
-            [victims[k] if counts[k] == widest else victims[k][: counts[k]] for k in run],
-            [violations[k] for k in run],
-            [VictimSummary(top_priority[k], priority_sum[k], earliest[k]) for k in run],
-        )
+        stop = accumulator.add_candidates(run)
         run.clear()
         return stop
 
     previous = 0
-    for k, i in enumerate(decided):
+    for i, candidate in zip(decided, candidates, strict=True):
         if i > previous:
             if feed_run():
                 return True
             accumulator.add_rejections(names[previous:i], run_of(previous, i))
         previous = i + 1
-        if counts[k]:
-            run.append(k)
+        if candidate is not None:
+            run.append(candidate)
         # Fits with every pod reprieved: the accumulator's "expected at least one victim".
         elif feed_run() or accumulator.add(NodeVictims(names[i], [], 0, None)):
             return True

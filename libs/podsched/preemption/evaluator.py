@@ -22,7 +22,7 @@ from podsched.framework.status import Code, Status
 from podsched.preemption.eligibility import pod_eligible_to_preempt_others
 from podsched.preemption.executor import nominations_to_clear
 from podsched.preemption.pdb_policy import PDB_POLICIES, PdbPolicy
-from podsched.preemption.tie_breaks import Candidate, VictimSummary, default_score_funcs, pick_one_node_for_preemption
+from podsched.preemption.tie_breaks import Candidate, default_score_funcs, pick_one_node_for_preemption
 from podsched.preemption.victims import DEFAULT_VICTIM_POLICY, NodeVictims, VictimPolicy, select_victims_on_node
 from podsched.scheduler.fit_error import FitError
 
@@ -93,29 +93,23 @@ class DryRunAccumulator:
                 self.errors.append(message)
                 return False
             return self.add_candidates(
-                (outcome.node_name,), (outcome.victims,), (outcome.num_pdb_violations,), (outcome.summary,)
+                (Candidate(outcome.node_name, outcome.victims, outcome.num_pdb_violations, outcome.summary),)
             )
         self.statuses.set(outcome.node_name, outcome.status)
         if outcome.status.code == Code.ERROR:
             self.errors.append(outcome.status.message)
         return False
 
-    def add_candidates(
-        self,
-        node_names: Iterable[str],
-        victims: Iterable[list[Pod]],
-        pdb_violations: Iterable[int],
-        summaries: Iterable[VictimSummary | None],
-    ) -> bool:
+    def add_candidates(self, candidates: Iterable[Candidate]) -> bool:
         """Record, in order, nodes where preemption helps (victims found, no error status): what
         `add` does for each of them, for many nodes at once; True when the search can stop (the
-        nodes after that one are not recorded)."""
+        nodes after that one are not recorded). The candidates are kept as they are, not copied."""
         n = self.n
         non_violating, violating = self.non_violating, self.violating
-        for node_name, pods, violations, summary in zip(node_names, victims, pdb_violations, summaries, strict=True):
-            target = violating if violations else non_violating
+        for candidate in candidates:
+            target = violating if candidate.num_pdb_violations else non_violating
             if len(target) < n:
-                target.append(Candidate(node_name, pods, violations, summary))
+                target.append(candidate)
             if non_violating and len(non_violating) + len(violating) >= n:
                 return True
         return False
