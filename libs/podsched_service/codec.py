@@ -58,10 +58,15 @@ def record_partition(key: bytes | None, all_partitions: list[int], available: li
 
 def to_timestamp(seconds: float) -> Timestamp:
     stamp = Timestamp()
+    set_timestamp(stamp, seconds)
+    return stamp
+
+
+def set_timestamp(stamp: Timestamp, seconds: float) -> None:
+    """Write `seconds` (since the epoch) into a Timestamp field in place."""
     whole = int(seconds // 1)
     stamp.seconds = whole
     stamp.nanos = round((seconds - whole) * 1e9) % 1_000_000_000
-    return stamp
 
 
 def from_timestamp(stamp: Timestamp) -> float:

@@ -36,7 +36,7 @@ from podsched_service.authentication import (
 )
 from podsched_service.authorization import Attributes, Decision, Policy, forbidden_message, load_policy
 from podsched_service.clock import Clock, SystemClock
-from podsched_service.codec import to_timestamp
+from podsched_service.codec import set_timestamp
 from podsched_service.tls import peer_certificate
 
 from .config import QueueConfig
@@ -45,6 +45,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 EVENTS_RESOURCE = "events"
+# Callers whose audit UserInfo is kept built (a cluster has few; beyond this many the lot is rebuilt).
+USER_INFOS_KEPT = 1024
+# The response status of an accepted write, by whether it created the object (the event copies it in).
+_ACCEPTED = {created: response_status(grpc.StatusCode.OK, "", created=created) for created in (False, True)}
 
 
 def api_group_of(resource: ResourceType) -> str:
@@ -146,6 +150,7 @@ class ApiAccess:
         self.policy = policy
         self.audit_log = audit_log
         self.clock = clock or SystemClock()  # the audit record's request-received and stage timestamps
+        self._user_infos: dict[Identity, audit_pb2.UserInfo] = {}
         self._background: set[asyncio.Task[None]] = set()
 
     @staticmethod
@@ -267,16 +272,14 @@ class ApiAccess:
             ref.name = ref.name or str(metadata.get("name", ""))
         span_context = trace.get_current_span().get_span_context()
         agent = next((str(v) for k, v in (context.invocation_metadata() or ()) if k == "user-agent"), "")
-        return audit_pb2.AuditEvent(
+        event = audit_pb2.AuditEvent(
             audit_id=call.audit_id,
             stage=audit_pb2.AuditEvent.RESPONSE_COMPLETE,
             verb=call.verb,
-            user=user_info(call.user),
+            user=self._user_info(call.user),
             source_ips=source_ips(context.peer() or ""),
             object_ref=ref,
-            response_status=response_status(code, message, created=call.created),
-            request_received_timestamp=to_timestamp(call.received),
-            stage_timestamp=to_timestamp(self.clock.time()),
+            response_status=(_ACCEPTED[call.created] if code == grpc.StatusCode.OK else response_status(code, message)),
             decision=call.decision,  # type: ignore[arg-type]
             reason=call.reason,
             trace_id=format(span_context.trace_id, "032x") if span_context.is_valid else "",
@@ -284,3 +287,18 @@ class ApiAccess:
             user_agent=agent,
             resource_version=call.resource_version if code == grpc.StatusCode.OK else 0,
         )
+        # Written in place: a Timestamp built apart is copied again into the event.
+        set_timestamp(event.request_received_timestamp, call.received)
+        set_timestamp(event.stage_timestamp, self.clock.time())
+        return event
+
+    def _user_info(self, identity: Identity | None) -> audit_pb2.UserInfo:
+        """The caller's UserInfo, built once per identity (the event copies it in)."""
+        if identity is None:
+            return user_info(None)
+        found = self._user_infos.get(identity)
+        if found is None:
+            if len(self._user_infos) >= USER_INFOS_KEPT:  # certificates can name any number of users
+                self._user_infos.clear()
+            found = self._user_infos[identity] = user_info(identity)
+        return found
