@@ -7,12 +7,16 @@ memory is asserted: a minute says nothing about a trend, and the machine may be 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from benchmarks.soak import KILL_KINDS, SoakOptions, parse_duration, rss_summary, run_soak
+from benchmarks.soak import KILL_KINDS, SoakOptions, group_members, parse_duration, rss_summary, run_soak
 from podsched_devstack.kafka_cluster import KafkaCluster
 
 
@@ -22,26 +26,77 @@ def test_durations_read_as_seconds_minutes_or_hours() -> None:
         parse_duration("30 minutes")
 
 
-def test_the_rss_slope_ignores_the_drop_at_a_restart_and_finds_a_leak() -> None:
-    # 20 minutes sampled every 10 s. "steady" is restarted at 5 and 14 minutes, each incarnation flat at
-    # its own level (100, then 60, then 80 MB); "leaking" grows 1 MB a minute; "brief" lives 40 s at a time.
+def test_the_level_slope_is_flat_for_a_process_that_comes_back_to_its_level_and_finds_a_leak() -> None:
+    # 20 minutes sampled every 10 s. Each restarted process starts at 40 MB and is at its level 90 s later
+    # (the replay), inside the two minutes left out after a start. "steady" is restarted at 5 and 14
+    # minutes and levels at 100 MB each time; "leaking" never restarts and grows 1 MB a minute; "regrowing"
+    # is restarted every 5 minutes and climbs 1 MB a minute from its level (each incarnation the same way:
+    # a cache filling until the kill); "rebuilt_larger" comes back 10 MB higher at each restart every 5
+    # minutes (what it rebuilds from the log grows); "brief" lives 40 s at a time.
+    def after_start(age: float, level: float) -> float:
+        return 40e6 + min(age, 90) / 90 * (level - 40e6)
+
     samples = []
     for t in range(0, 1200, 10):
-        steady_pid = 1 if t < 300 else 2 if t < 840 else 3
-        steady = {1: 100e6, 2: 60e6, 3: 80e6}[steady_pid]
+        steady_start = 0 if t < 300 else 300 if t < 840 else 840
+        five_minutes = t // 300
         samples.append(
             {
                 "t": t,
-                "rss": {"steady": steady, "leaking": 50e6 + t / 60 * 1e6, "brief": 30e6 + (t % 40) * 1e6},
-                "pid": {"steady": steady_pid, "leaking": 7, "brief": 100 + t // 40},
+                "rss": {
+                    "steady": after_start(t - steady_start, 100e6),
+                    "leaking": 50e6 + t / 60 * 1e6,
+                    "regrowing": after_start(t % 300, 100e6) + max(0, t % 300 - 90) / 60 * 1e6,
+                    "rebuilt_larger": after_start(t % 300, 100e6 + five_minutes * 10e6),
+                    "brief": 30e6 + (t % 40) * 1e6,
+                },
+                "pid": {
+                    "steady": steady_start,
+                    "leaking": 7,
+                    "regrowing": five_minutes,
+                    "rebuilt_larger": five_minutes,
+                    "brief": 100 + t // 40,
+                },
             }
         )
     summary = rss_summary(samples, duration=1200)
     assert summary["steady"]["slope_mb_per_hour"] == 0.0
+    assert summary["steady"]["within_incarnations_mb_per_hour"] == 0.0
     assert summary["steady"]["incarnations"] == 3
-    assert summary["steady"]["first_mib"] == round(100e6 / 2**20, 1)
+    assert summary["steady"]["first_mib"] == round(40e6 / 2**20, 1)
     assert summary["leaking"]["slope_mb_per_hour"] == pytest.approx(60.0)
-    assert summary["brief"]["slope_mb_per_hour"] is None, "no incarnation lived a minute after its warm-up"
+    assert summary["leaking"]["within_incarnations_mb_per_hour"] == pytest.approx(60.0)
+    regrowing = summary["regrowing"]
+    assert regrowing["within_incarnations_mb_per_hour"] == pytest.approx(60.0), "each incarnation's climb"
+    assert abs(regrowing["slope_mb_per_hour"]) < 60.0 / 5, "the same climb each time is no trend of the level"
+    rebuilt = summary["rebuilt_larger"]
+    assert rebuilt["within_incarnations_mb_per_hour"] == 0.0
+    assert rebuilt["slope_mb_per_hour"] > 60.0, "10 MB more every 5 minutes is 120 MB/hour of level"
+    assert summary["brief"]["slope_mb_per_hour"] is None, "no sample two minutes after a start"
+    assert summary["brief"]["within_incarnations_mb_per_hour"] is None
+
+
+def test_a_service_group_is_sampled_process_by_process(tmp_path: Path) -> None:
+    # A process group like the preemption service's: a leader that starts a worker with multiprocessing's
+    # spawn (which starts the resource tracker too).
+    script = tmp_path / "group.py"
+    script.write_text(
+        "import multiprocessing, sys, time\n"
+        "def work():\n    time.sleep(120)\n"
+        "if __name__ == '__main__':\n"
+        "    worker = multiprocessing.get_context('spawn').Process(target=work, daemon=True)\n"
+        "    worker.start()\n    print('started', flush=True)\n    time.sleep(120)\n"
+    )
+    leader = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert leader.stdout is not None and leader.stdout.readline() == b"started\n"
+        members = group_members("preemption", leader.pid)
+    finally:
+        os.killpg(leader.pid, signal.SIGKILL)
+        leader.wait()
+    assert set(members) == {"preemption", "preemption-worker-1", "preemption-resource-tracker"}, members
+    assert members["preemption"] == leader.pid
+    assert len(set(members.values())) == 3
 
 
 def test_the_growth_after_the_warm_up_is_given_per_10_minutes_for_rss_and_its_anonymous_part() -> None:
