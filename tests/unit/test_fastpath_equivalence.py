@@ -568,11 +568,13 @@ def test_node_choice_by_scores_is_exactly_the_plain_paths(k: Knobs) -> None:
 
 
 def run_of_alike_preemptors(k: Knobs) -> None:
-    """A PostFilterRun's shape: preemptors of one template decided one after another at one `now`,
-    each decision's nomination (and its clearings) in the nominator before the next, its victims not
-    gone yet; now and then a node changes between two of them (a record of the log applied). The
-    column strategy keeps each node's dry-run outcome for the next preemptor and recomputes the nodes
-    whose pods or nominated load changed: every decision must still be the plain path's."""
+    """A PostFilterRun's shape: preemptors of one template decided one after another, each
+    decision's nomination (and its clearings) in the nominator before the next, its victims not gone
+    yet; now and then a node changes between two of them (a record of the log applied), and every
+    third one comes at another `now` (the next request: pods without a start time count as started
+    now, before or after the others). The column strategy keeps each node's dry-run outcome for the next preemptor and recomputes
+    the nodes whose pods, nominated load or `now` changed it: every decision must still be the plain
+    path's."""
     rng = random.Random(k.seed)
     world, plain = build_world(k, rng)
     fast = world.fast
@@ -581,8 +583,9 @@ def run_of_alike_preemptors(k: Knobs) -> None:
         name = f"alike-{cycle}"
         pod = replace(template, metadata=replace(template.metadata, name=name, uid=f"uid-{name}"))
         snapshot = world.snapshot()
-        expected = plain.schedule(pod, snapshot, world.pdbs, world.nominator, NOW)
-        actual = fast.schedule(pod, snapshot, world.pdbs, world.nominator, NOW)
+        now = (NOW, 150.0, 250.0)[cycle // 3 % 3]  # between the running pods' start times (100-300)
+        expected = plain.schedule(pod, snapshot, world.pdbs, world.nominator, now)
+        actual = fast.schedule(pod, snapshot, world.pdbs, world.nominator, now)
         context = f"seed={k.seed} cycle={cycle} config={k.config!r}"
         assert_same(expected, actual, context)
         event(describe(expected))

@@ -2,7 +2,7 @@
 runs SelectVictimsOnNode on many nodes at once (fastpath.victims) and feeds each node's outcome, in
 dry-run order, to the Evaluator's own DryRunAccumulator, which says when to stop. The Evaluator
 then picks the node as it always does. Each node's outcome is kept (NodeOutcomes) for the dry runs
-after it at the same `now`: the pods of one PostFilterRun are mostly alike, and between two of them
+after it: the pods of one PostFilterRun are mostly alike, and between two of them, or two requests,
 only the nodes whose pods or nominated load changed are computed again.
 
 It applies to the pods and clusters the column strategy handles (ColumnStrategy.inputs); any other dry
@@ -89,7 +89,8 @@ class VectorizedDryRun:
                     self.fallback(replace(run, nodes=nodes[end:]))
                     return
                 outcomes.store(
-                    select_victims(columns, unknown, shape.priority, shape.checks, nominated, run.pdbs, run.now)
+                    select_victims(columns, unknown, shape.priority, shape.checks, nominated, run.pdbs, run.now),
+                    columns,
                 )
             end = min(end + size, len(rows))
             size *= 2
@@ -106,33 +107,37 @@ class VectorizedDryRun:
         run: DryRun,
         nominated: NominatedLoad | None,
     ) -> NodeOutcomes:
-        """The outcomes known for this preemptor's shape at this `now` with these PDBs, brought up
-        to date with the columns and the nominated load (a new table if any of those differ)."""
-        key = (priority, checks, run.now, _pdb_key(run.pdbs))
+        """The outcomes known for this preemptor's shape with these PDBs, brought up to date with
+        the columns, the nominated load and `now` (a new table if the shape or the PDBs differ)."""
+        key = (priority, checks, _pdb_key(run.pdbs))
         outcomes = self._outcomes
         if outcomes is None or not outcomes.serves(key, columns):
             outcomes = self._outcomes = NodeOutcomes(key, columns, len(checks))
-        outcomes.refresh(columns, nominated)
+        outcomes.refresh(columns, nominated, run.now)
         return outcomes
 
 
 class NodeOutcomes:
     """SelectVictimsOnNode's outcome per node row, for one preemptor shape (priority and resource
-    checks) at one `now` with one set of PDBs, kept for the dry runs after it.
+    checks) with one set of PDBs, kept for the dry runs after it.
 
     The pods of a PostFilterRun are decided one after another on one copy of the cluster, and most
     are alike (PreemptionBasic: 32 preemptors of one template): between two of their dry runs only
     the nominated load changes, on the node the earlier pod was nominated to and where it cleared
-    nominations. A row's outcome depends only on the row (its node and pods: the columns' change log
-    says when it is re-read), the nominated load on it and the key; a dry run computes the rows it
-    reaches that are unknown or changed, and reads the others from here."""
+    nominations; between two requests, the nodes the log changed. A row's outcome depends only on
+    the row (its node and pods: the columns' change log says when it is re-read), the nominated load
+    on it, the key, and `now` if the search ordered a pod without a start time (which counts as
+    started now); a dry run computes the rows it reaches that are unknown or changed, and reads the
+    others from here."""
 
     def __init__(self, key: Hashable, columns: NodeColumns, checks: int) -> None:
         n, k = columns.n, columns.k
         self.key = key
         self.layout = columns.layout
         self.epoch = columns.content_epoch
+        self.now = 0.0
         self.known: Bool = np.zeros(n, np.bool_)
+        self.uses_now: Bool = np.zeros(n, np.bool_)  # searched among pods without a start time
         self.kind: I64 = np.zeros(n, np.int64)
         self.fit_fails: list[Bool] = [np.zeros(n, np.bool_) for _ in range(1 + checks)]
         self.unresolvable: Bool = np.zeros(n, np.bool_)
@@ -149,8 +154,12 @@ class NodeOutcomes:
     def serves(self, key: Hashable, columns: NodeColumns) -> bool:
         return key == self.key and columns.layout == self.layout
 
-    def refresh(self, columns: NodeColumns, nominated: NominatedLoad | None) -> None:
-        """Forget the rows re-read since the last dry run and those whose nominated load changed."""
+    def refresh(self, columns: NodeColumns, nominated: NominatedLoad | None, now: float) -> None:
+        """Forget the rows re-read since the last dry run, those whose nominated load changed, and,
+        at another `now`, those whose outcome read it."""
+        if now != self.now:
+            self.known &= ~self.uses_now
+            self.now = now
         changed = columns.rows_changed_since(self.epoch)
         if changed is None:
             self.known[:] = False
@@ -185,10 +194,16 @@ class NodeOutcomes:
         n = accumulator.n
         return non_violating > 0 and min(non_violating, n) + min(violating, n) >= n
 
-    def store(self, chunk: ChunkOutcome) -> None:
+    def store(self, chunk: ChunkOutcome, columns: NodeColumns) -> None:
+        """Keep these outcomes, computed at `self.now` on the current columns."""
         rows = chunk.rows
         self.known[rows] = True
         self.kind[rows] = chunk.kind
+        width = chunk.victims.shape[1]
+        unstarted = np.isnan(columns.slot["start"][rows, :width])
+        unstarted &= np.arange(width) < columns.col["slot_count"][rows, None]
+        searched = (chunk.kind == CANDIDATE) | (chunk.kind == NO_VICTIM_ERROR)
+        self.uses_now[rows] = searched & unstarted.any(axis=1)
         for kept, fails in zip(self.fit_fails, chunk.fit_fails, strict=True):
             kept[rows] = fails
         self.unresolvable[rows] = chunk.unresolvable
@@ -197,7 +212,6 @@ class NodeOutcomes:
         self.top_priority[rows] = chunk.top_priority
         self.priority_sum[rows] = chunk.priority_sum
         self.earliest_top_start[rows] = chunk.earliest_top_start
-        width = chunk.victims.shape[1]
         if width > self.victims.shape[1]:  # the columns' pod slots grew
             wider: Obj = np.empty((self.victims.shape[0], width), object)
             wider[:, : self.victims.shape[1]] = self.victims
