@@ -19,6 +19,7 @@ import grpc
 from podsched.api.types import Pod, PodGroup
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import ColumnStrategy, VectorizedDryRun
+from podsched.fastpath.dry_run import OutcomeMemory
 from podsched.framework.cycle_state import CycleState
 from podsched.framework.interface import ClusterView, NodeToStatus, PostFilterResult
 from podsched.framework.node_info import NodeInfo, Snapshot
@@ -74,11 +75,14 @@ class PostFilterObserver(Protocol):
 @dataclass(frozen=True, slots=True)
 class ProfilePostFilter:
     """One profile's PostFilter: its configuration (DefaultPreemption's args) and its algorithm, whose
-    framework the dry run filters with and whose column strategy the vectorized dry run reads."""
+    framework the dry run filters with and whose column strategy the vectorized dry run reads, with
+    what the vectorized dry runs of PostFilter requests found (each request's dry run computes only
+    the nodes that changed since)."""
 
     config: SchedulerConfig
     algorithm: SchedulingAlgorithm
     columns: ColumnStrategy
+    dry_run_memory: OutcomeMemory
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +166,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         self.copy.cluster.listeners.append(columns.track_changes())
         if self.pod_groups is not None:  # GenericWorkload: preemption weighs pods with their groups
             algorithm.framework.pod_groups = self.pod_groups.pod_groups
-        return ProfilePostFilter(profile, algorithm, columns)
+        return ProfilePostFilter(profile, algorithm, columns, OutcomeMemory())
 
     async def start(self) -> None:
         if self.pool is not None:
@@ -452,7 +456,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         executor: DryRunExecutor = sharded_dry_run(run_shards, max(1, self.config.workers))
         vectorized = None
         if self.config.dry_run == "auto":
-            executor = vectorized = VectorizedDryRun(profile.columns, fallback=executor)
+            executor = vectorized = VectorizedDryRun(profile.columns, fallback=executor, memory=profile.dry_run_memory)
         # The profile's PostFilter plugins (DefaultPreemption, PreemptionToleration) on this executor.
         plugins = post_filter_plugins(
             profile.config,

@@ -51,14 +51,25 @@ _NAME = attrgetter("name")
 MIN_CHUNK = 64
 
 
+class OutcomeMemory:
+    """Where a column strategy's dry runs keep what they found (a NodeOutcomes table): one per
+    VectorizedDryRun by default; executors built per request (the preemption service's) share one
+    per profile, so that each request computes only what changed since the last."""
+
+    __slots__ = ("table",)
+
+    def __init__(self) -> None:
+        self.table: NodeOutcomes | None = None
+
+
 class VectorizedDryRun:
     """A DryRunExecutor on the columns of one profile's column strategy."""
 
-    def __init__(self, strategy: ColumnStrategy, fallback: DryRunExecutor) -> None:
+    def __init__(self, strategy: ColumnStrategy, fallback: DryRunExecutor, memory: OutcomeMemory | None = None) -> None:
         self.strategy = strategy
         self.fallback = fallback
         self.vectorized_runs = 0  # dry runs decided here (tests and benchmarks look)
-        self._outcomes: NodeOutcomes | None = None  # what the dry runs so far found, per node row
+        self.memory = memory or OutcomeMemory()  # what the dry runs so far found, per node row
 
     def __call__(self, run: DryRun) -> None:
         if not run.policy.is_default:  # see the module docstring: the plain per-node path decides
@@ -110,9 +121,9 @@ class VectorizedDryRun:
         """The outcomes known for this preemptor's shape with these PDBs, brought up to date with
         the columns, the nominated load and `now` (a new table if the shape or the PDBs differ)."""
         key = (priority, checks, _pdb_key(run.pdbs))
-        outcomes = self._outcomes
+        outcomes = self.memory.table
         if outcomes is None or not outcomes.serves(key, columns):
-            outcomes = self._outcomes = NodeOutcomes(key, columns, len(checks))
+            outcomes = self.memory.table = NodeOutcomes(key, columns, len(checks))
         outcomes.refresh(columns, nominated, run.now)
         return outcomes
 
