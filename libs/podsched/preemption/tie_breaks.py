@@ -97,10 +97,12 @@ def pick_one_node_for_preemption(candidates: Sequence[Candidate], score_funcs: S
     the first remaining candidate in dry-run order, which is deterministic."""
     if not candidates:
         return None
-    remaining = list(candidates)
+    remaining = candidates
     for score_func in score_funcs:
         scores = list(map(score_func, remaining))  # hundreds of candidates when the dry run is on columns
         best_score = max(scores)
+        if scores.count(best_score) == len(scores):
+            continue  # a tie between all of them (PreemptionBasic's: every tie-break but the last)
         best = [candidate for candidate, score in zip(remaining, scores, strict=True) if score == best_score]
         if len(best) == 1:
             return best[0]
