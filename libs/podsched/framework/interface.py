@@ -142,7 +142,8 @@ class NodeSignature:
 
 class SignPlugin(Plugin, Protocol):
     def sign_pod(self, pod: Pod) -> NodeSignature | None:
-        """This pod's fragment, or None when its verdicts depend on more than the Node object."""
+        """This pod's fragment, or None when its verdicts depend on more than the Node object. Read
+        from the pod's spec only: the column strategy keeps it per spec (`ColumnStrategy.shape`)."""
         ...
 
 
@@ -158,7 +159,7 @@ class ResourceCheck:
 class ColumnFitPlugin(Plugin, Protocol):
     def fit_checks(self, pod: Pod) -> tuple[ResourceCheck, ...]:
         """What Filter checks, in its order, besides room for one more pod: the column strategy
-        evaluates these on every node at once (and in the preemption dry run)."""
+        evaluates these on every node at once (and in the preemption dry run). From the spec only."""
         ...
 
 
@@ -173,7 +174,8 @@ class NodeColumnsView(Protocol):
 
 class ColumnScorePlugin(Plugin, Protocol):
     def score_key(self, pod: Pod) -> Hashable:
-        """Everything Score reads from the pod: pods with equal keys score every node the same."""
+        """Everything Score reads from the pod (its spec only): pods with equal keys score every node
+        the same."""
         ...
 
     def score_columns(
