@@ -154,6 +154,7 @@ class NodeColumns:
         self._full_check_pending = False
         self._dirty: set[str] = set()
         self.infos: list[NodeInfo] = []
+        self._synced_list: list[NodeInfo] | None = None  # the snapshot node list of the last sync
         self.node_objects: list[Node | None] = []
         self.index: dict[str, int] = {}
         self.layout = 0  # bumped whenever rows are renumbered (index changes): row-aligned state elsewhere is stale
@@ -212,8 +213,11 @@ class NodeColumns:
         """Make the columns describe `snapshot` (rows in its node order)."""
         self._trim_logs()
         infos = snapshot.node_info_list
-        if len(infos) != self.n or infos != self.infos:
+        # A snapshot's node list is never changed in place: the one synced last needs no comparing
+        # (the cycles of one FindNodes request share a snapshot).
+        if infos is not self._synced_list and (len(infos) != self.n or infos != self.infos):
             self._restructure(infos)
+        self._synced_list = infos
         if self.tracking and not self._full_check_pending:
             if self._dirty:
                 index = self.index
@@ -352,7 +356,7 @@ class NodeColumns:
             col["nz_cpu"][row],
             col["nz_mem"][row],
         ) = values
-        unsafe = not all_safe(values)
+        unsafe = min(values) < 0 or max(values) >= SAFE_LIMIT  # not all_safe(values), without a generator
         # free_* are only ever compared with a request: their sign does not make a row unsafe.
         col["free_cpu"][row] = values[0] - values[4]
         col["free_mem"][row] = values[1] - values[5]

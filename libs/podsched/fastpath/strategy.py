@@ -352,6 +352,8 @@ class ColumnStrategy:
         if nominator is None:
             return None
         if isinstance(nominator, Nominator):
+            if not len(nominator):  # most cycles: adding up empty columns for every node would find nothing
+                return None
             try:
                 return self._nominated.load(nominator, self.columns, pod, shape.checks)
             except OutOfRange:
