@@ -61,6 +61,8 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
             clock=self.clock.time,
         )
         self.profiles = AlgorithmProfiles(scheduler_config, self._build)
+        # The profiles' column strategies, told of every node an assumption changes.
+        self._column_strategies = [algorithm.columns for algorithm in self.profiles if algorithm.columns is not None]
 
     def _build(self, profile: SchedulerConfig) -> SchedulingAlgorithm:
         """A profile's Filter and Score. PostFilter is the preemption service's: here a pod that fits
@@ -71,9 +73,8 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
         return algorithm
 
     def _node_changed(self, node_name: str) -> None:
-        for algorithm in self.profiles:
-            if algorithm.columns is not None:
-                algorithm.columns.mark_dirty(node_name)
+        for strategy in self._column_strategies:
+            strategy.mark_dirty(node_name)
 
     async def start(self) -> None:
         await self.copy.replica.start()

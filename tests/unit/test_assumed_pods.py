@@ -4,15 +4,18 @@ objects and its listeners are as before, and none of them heard of the assumptio
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from builders import make_node, make_pod
+from podsched.api.types import Pod
 from podsched.cluster.state import Cluster
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.framework.node_info import Snapshot
 from podsched.plugins.registry import build_algorithm
 from podsched.queue.nominator import Nominator
-from podsched.scheduler.assumed import AssumedPods
+from podsched.scheduler.assumed import AssumedPods, bound_copy
 from replicas import replica as cluster_replica
 
 NOW = 1000.0
@@ -98,3 +101,21 @@ def test_assuming_on_a_node_the_snapshot_lacks_is_refused_and_changes_nothing() 
         assumed.assume(cluster.pods_by_uid["nominated"], "gone")
     assert nominations(nominator) == {"n1": ["nominated"]}
     assert len(assumed) == 0
+
+
+@pytest.mark.parametrize(
+    "pod",
+    [
+        make_pod("plain").obj(),
+        make_pod("full").priority(7).req(cpu="1", memory="1Gi").node_selector(zone="a").toleration("k").obj(),
+        make_pod("nominated").nominated("n1").pod_anti_affinity("zone", app="x").start_time(5.0).obj(),
+    ],
+    ids=["a bare pod", "a pod with requests, selector and tolerations", "a nominated pod with affinity"],
+)
+def test_the_bound_copy_is_what_replacing_the_node_name_gives_and_shares_what_replace_shares(pod: Pod) -> None:
+    expected = replace(pod, spec=replace(pod.spec, node_name="n2"))
+    copied = bound_copy(pod, "n2")
+    assert copied == expected
+    assert copied.spec is not pod.spec and pod.spec.node_name == ""
+    assert copied.metadata is pod.metadata and copied.status is pod.status and copied.source is pod.source
+    assert copied.spec.node_selector is pod.spec.node_selector and copied.spec.containers is pod.spec.containers

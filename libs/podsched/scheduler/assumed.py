@@ -9,11 +9,31 @@ assume() does, an assumed pod leaves the nominator, so its request is not counte
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import fields
+from operator import attrgetter
 
-from podsched.api.types import Pod
+from podsched.api.types import Pod, PodSpec
 from podsched.framework.node_info import NodeInfo, PodInfo, Snapshot
 from podsched.queue.nominator import Nominator
+
+_POD_FIELDS = [f.name for f in fields(Pod)]
+_SPEC_FIELDS = [f.name for f in fields(PodSpec)]
+_pod_values = attrgetter(*_POD_FIELDS)
+_spec_values = attrgetter(*_SPEC_FIELDS)
+_SPEC_AT = _POD_FIELDS.index("spec")
+_NODE_NAME_AT = _SPEC_FIELDS.index("node_name")
+
+
+def bound_copy(pod: Pod, node_name: str) -> Pod:
+    """`replace(pod, spec=replace(pod.spec, node_name=node_name))`: the pod as assumed on its node,
+    sharing everything but the spec's top. Field by field: `dataclasses.replace` checks every
+    field on every call, and a FindNodes copies each pod it places twice (placed, then assumed as a
+    bind under way by the next request), 10 us a pod."""
+    spec = list(_spec_values(pod.spec))
+    spec[_NODE_NAME_AT] = node_name
+    values = list(_pod_values(pod))
+    values[_SPEC_AT] = PodSpec(*spec)
+    return Pod(*values)
 
 
 class AssumedPods:
@@ -34,7 +54,7 @@ class AssumedPods:
         node_info = self.snapshot.get(node_name)
         if node_info is None:
             raise KeyError(f"node {node_name!r} is not in the snapshot")
-        bound = replace(pod, spec=replace(pod.spec, node_name=node_name))
+        bound = bound_copy(pod, node_name)
         nomination = self.nominator.nominated_node(pod)
         self.nominator.remove(pod)
         node_info.add_pod(PodInfo(bound))
