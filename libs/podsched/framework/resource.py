@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 from podsched.api.types import (
@@ -85,6 +86,17 @@ def non_zero_requests(pod: Pod) -> tuple[int, int]:
     Upstream applies the default per container, before summing; we do the same. Only a missing
     request takes the default: an explicit `cpu: 0` stays 0 (applyNonMissing in
     component-helpers' PodRequests)."""
+    spec = pod.spec
+    return _non_zero_requests(spec.containers, spec.init_containers, spec.overhead)
+
+
+# Kept per value of the fields it reads (tuples of frozen dataclasses): every NodeInfo.add_pod and
+# remove_pod, and LeastAllocated's Score on every node it scores, ask for it, and the pods of one
+# template share those tuples (hashing them is a third of computing this).
+@functools.lru_cache(maxsize=4096)
+def _non_zero_requests(
+    containers: tuple[Container, ...], init_containers: tuple[Container, ...], overhead: tuple[tuple[str, int], ...]
+) -> tuple[int, int]:
     cpu = 0
     memory = 0
 
@@ -95,12 +107,12 @@ def non_zero_requests(pod: Pod) -> tuple[int, int]:
             values.get(RESOURCE_MEMORY, DEFAULT_MEMORY_REQUEST),
         )
 
-    for container in pod.spec.containers:
+    for container in containers:
         c, m = container_values(container)
         cpu += c
         memory += m
     init_cpu = init_memory = 0
-    for init in pod.spec.init_containers:
+    for init in init_containers:
         c, m = container_values(init)
         if init.restart_policy == "Always":
             cpu += c
@@ -109,5 +121,5 @@ def non_zero_requests(pod: Pod) -> tuple[int, int]:
         init_memory = max(init_memory, m)
     cpu = max(cpu, init_cpu)
     memory = max(memory, init_memory)
-    overhead = dict(pod.spec.overhead)
-    return cpu + overhead.get(RESOURCE_CPU, 0), memory + overhead.get(RESOURCE_MEMORY, 0)
+    extra = dict(overhead)
+    return cpu + extra.get(RESOURCE_CPU, 0), memory + extra.get(RESOURCE_MEMORY, 0)
