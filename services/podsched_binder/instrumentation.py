@@ -35,6 +35,7 @@ TraceContext = otel_context.Context
 RecordHeaders = list[tuple[str, bytes]] | None
 
 BINDS = Counter("podsched_binds_total", "Bind requests the binder applied, by result (bound / refused).", ["result"])
+BOUND, REFUSED = BINDS.labels("bound"), BINDS.labels("refused")
 TRANSACTIONS = Counter("podsched_kafka_transactions_total", "Kafka transactions the binder ran.", ["result"])
 RECORDS_PRODUCED = Counter("podsched_kafka_records_produced_total", "Records the binder committed.", ["topic"])
 COMMIT_SECONDS = Histogram(
@@ -233,7 +234,10 @@ class BinderTelemetry:
     ) -> contextlib.AbstractContextManager[None]:
         """A "bind pod" span around one bind, under `context` (the pod's attempt, when the queue sent
         it: a Bind carries many pods) or else the RPC's. A BindError leaving the block is a refusal:
-        on the span and counted, then raised on."""
+        on the span and counted, then raised on. With tracing off only the count is kept: a span
+        that records nothing cost about 3.5 us of every bind."""
+        if not telemetry.tracing_enabled():
+            return _COUNTED_BIND
         return _BindPodSpan(context, pod, node_name)
 
     @contextlib.contextmanager
@@ -253,7 +257,7 @@ class BinderTelemetry:
     def pod_group_bound(self, count: int) -> None:
         """Within `recording_pod_group_result`: how many of the group's pods were bound."""
         trace.get_current_span().set_attribute("podsched.pod_group.bound", count)
-        BINDS.labels("bound").inc(count)
+        BOUND.inc(count)
 
     @contextlib.contextmanager
     def recording_failure(
@@ -323,10 +327,29 @@ class _BindPodSpan:
         if isinstance(error, BindError):
             self.span.set_status(StatusCode.ERROR, error.message)
             self.span.set_attribute("podsched.bind.refused", error.reason)
-            BINDS.labels("refused").inc()
+            REFUSED.inc()
         elif error is not None:
             self.span.record_exception(error)
             self.span.set_status(StatusCode.ERROR, f"{type(error).__name__}: {error}")
         else:
-            BINDS.labels("bound").inc()
+            BOUND.inc()
         self.span.end()
+
+
+class _CountedBind:
+    """BinderTelemetry.binding with tracing off: a bind counted as bound, or as refused when a
+    BindError leaves the block (any other exception is not a bind's answer, and is not counted)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _: object) -> None:
+        if isinstance(error, BindError):
+            REFUSED.inc()
+        elif error is None:
+            BOUND.inc()
+
+
+_COUNTED_BIND = _CountedBind()
