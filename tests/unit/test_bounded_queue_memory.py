@@ -103,3 +103,18 @@ def test_the_leaders_queue_and_copy_keep_no_pod_they_no_longer_hold() -> None:
     assert set(churn.queue._infos) <= set(churn.replica.pods_by_uid)
     assert len(churn.replica.events) <= 2 * events_before  # the retention window, not the history
     assert len(churn.replica.pods) == len(churn.live) <= LIVE_PODS
+
+
+def test_a_queue_that_never_pops_keeps_no_entry_for_pods_it_no_longer_holds() -> None:
+    # A standby queue replica takes every pending pod from the log and never pops one: the entries
+    # deleted pods leave in activeQ (skipped when popped) must not pile up.
+    queue = sq.SchedulingQueue(FakeClock(), 1.0, 10.0)
+    kept = [make_pod(f"kept-{i}").obj() for i in range(10)]
+    for pod in kept:
+        queue.add(pod)
+    for i in range(5000):
+        pod = make_pod(f"churned-{i}").obj()
+        queue.add(pod)
+        queue.delete(pod)
+    assert len(queue._active) <= 2 * len(kept) + 64 + 1
+    assert [queue.pop().pod.name for _ in kept] == [pod.name for pod in kept], "the queued pods, in order"

@@ -448,6 +448,20 @@ class SchedulingQueue:
         self.nominator.remove(pod)
         if known and pod.status.nominated_node_name and not pod.spec.node_name:
             self._nomination_released(pod)
+        if len(self._active) > 2 * len(self._infos) + 64:
+            self._drop_stale_active_entries()
+
+    def _drop_stale_active_entries(self) -> None:
+        """Deleting leaves the pod's activeQ entry behind, to be skipped when popped (lazy deletion). A
+        queue that never pops, a standby queue replica's, which takes every pending pod from the log,
+        would keep one for every pod it ever saw: rebuilt once most entries are stale, the heap stays
+        the size of the queued pods."""
+        self._active = [
+            entry
+            for entry in self._active
+            if self._entry_seq.get(entry[4]) == entry[3] and self._where.get(entry[4]) == ACTIVE
+        ]
+        heapq.heapify(self._active)
 
     def contains(self, uid: str) -> bool:
         return uid in self._infos
