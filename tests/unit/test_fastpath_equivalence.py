@@ -572,9 +572,9 @@ def run_of_alike_preemptors(k: Knobs) -> None:
     decision's nomination (and its clearings) in the nominator before the next, its victims not gone
     yet; now and then a node changes between two of them (a record of the log applied), and every
     third one comes at another `now` (the next request: pods without a start time count as started
-    now, before or after the others). The column strategy keeps each node's dry-run outcome for the next preemptor and recomputes
-    the nodes whose pods, nominated load or `now` changed it: every decision must still be the plain
-    path's."""
+    now, before or after the others). The column strategy keeps each node's dry-run outcome for the
+    next preemptor and recomputes the nodes whose pods, nominated load or `now` changed it: every
+    decision must still be the plain path's."""
     rng = random.Random(k.seed)
     world, plain = build_world(k, rng)
     fast = world.fast
