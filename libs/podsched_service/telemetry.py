@@ -15,8 +15,11 @@ Logs: JSON lines carrying the current trace and span ids, so a log line leads to
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -346,10 +349,69 @@ class JsonLogFormatter(logging.Formatter):
 JsonLogFormatter.converter = time.gmtime  # type: ignore[assignment]
 
 
+class GroupedLineHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A StreamHandler that writes its lines in groups: one write and flush per `FLUSH_SECONDS` on
+    the running event loop, not one per line (the queue's decision line for every pod made that
+    write and flush 4-6 % of its CPU samples).
+
+    The lines stay whole and in order: a group is every line since the last write, joined, in one
+    write. A line at WARNING or above is written at once, with the lines before it, so an error is
+    never held back; so is every line logged outside an event loop (start-up, worker threads), a
+    group that reaches `MAX_PENDING_BYTES`, and whatever is pending at exit (logging.shutdown) or
+    before a fork (a child never writes its parent's lines twice). A process killed with SIGKILL
+    loses the lines of its last `FLUSH_SECONDS` at most, and never more than `MAX_PENDING_BYTES`."""
+
+    FLUSH_SECONDS = 0.1
+    MAX_PENDING_BYTES = 64 * 1024
+
+    def __init__(self, stream: Any = None) -> None:
+        super().__init__(stream)
+        self._pending: list[str] = []
+        self._pending_chars = 0
+        # The loop that will write the pending lines, or None when no write is scheduled.
+        self._flush_loop: asyncio.AbstractEventLoop | None = None
+        os.register_at_fork(before=self.flush)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record)
+        except Exception:
+            self.handleError(record)
+            return
+        self._pending.append(line)
+        self._pending_chars += len(line) + 1
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if (
+            record.levelno >= logging.WARNING
+            or loop is None
+            or self._pending_chars >= self.MAX_PENDING_BYTES
+            or (self._flush_loop is not None and self._flush_loop is not loop)
+        ):
+            self.flush()
+        elif self._flush_loop is None:
+            self._flush_loop = loop
+            loop.call_later(self.FLUSH_SECONDS, self.flush)
+
+    def flush(self) -> None:
+        with self.lock:  # type: ignore[union-attr]
+            self._flush_loop = None
+            if self._pending:
+                text = "\n".join(self._pending) + "\n"
+                self._pending.clear()
+                self._pending_chars = 0
+                # A closed or broken stderr: as StreamHandler, never raise from logging.
+                with contextlib.suppress(Exception):
+                    self.stream.write(text)
+            super().flush()
+
+
 def configure_logging(service: str, log_format: str = "json") -> None:
     if log_format not in ("json", "text"):
         raise ValueError(f"PODSCHED_LOG_FORMAT: invalid value {log_format!r} (expected json or text)")
-    handler = logging.StreamHandler(sys.stderr)
+    handler = GroupedLineHandler(sys.stderr)
     if log_format == "json":
         handler.setFormatter(JsonLogFormatter(service))
     else:
