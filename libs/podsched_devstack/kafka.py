@@ -440,6 +440,11 @@ class KafkaBroker(ManagedProcess):
                 "# The log cleaner looks for compactable logs every 15 s by default; podsched.objects.v1 is",
                 "# compacted, and 1 s lets a test see compaction without waiting. The check is cheap.",
                 "log.cleaner.backoff.ms=1000",
+                "# Defaults 3 and 8, sized for many cores and disks. Here one broker shares 2 cores with",
+                "# the services, each request is a hand-off from a network thread to a handler and back,",
+                "# and fewer threads keep those hand-offs on fewer, warmer threads.",
+                "num.network.threads=1",
+                "num.io.threads=2",
                 "",
             ]
         )
