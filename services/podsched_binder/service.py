@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import signal
@@ -548,10 +549,10 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         outcomes = await self._run_each(applies)
         return binder_pb2.RecordPodGroupResultsResponse(
             outcomes=[
-                binder_pb2.RecordPodGroupResultOutcome(code=outcome.code.value[0], message=outcome.message)
-                if isinstance(outcome, Refused)
-                else binder_pb2.RecordPodGroupResultOutcome(
-                    response=_pod_group_result_response(result, outcome[0], outcome[1])
+                _outcome(
+                    binder_pb2.RecordPodGroupResultOutcome,
+                    outcome,
+                    functools.partial(_pod_group_result_response, result),
                 )
                 for result, outcome in zip(request.results, outcomes, strict=True)
             ]
@@ -605,12 +606,12 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         outcomes = await self._run_each(applies)
         return binder_pb2.RecordFailuresResponse(
             outcomes=[
-                binder_pb2.RecordFailureOutcome(code=outcome.code.value[0], message=outcome.message)
-                if isinstance(outcome, Refused)
-                else binder_pb2.RecordFailureOutcome(
-                    response=binder_pb2.RecordFailureResponse(
-                        resource_version=outcome[1][0], event_sequence=outcome[1][1]
-                    )
+                _outcome(
+                    binder_pb2.RecordFailureOutcome,
+                    outcome,
+                    lambda _, versions: binder_pb2.RecordFailureResponse(
+                        resource_version=versions[0], event_sequence=versions[1]
+                    ),
                 )
                 for outcome in outcomes
             ]
@@ -652,6 +653,17 @@ def _refusal(error: Exception) -> tuple[grpc.StatusCode, str]:
     if isinstance(error, RuntimeError):
         return grpc.StatusCode.UNAVAILABLE, str(error)
     return grpc.StatusCode.UNKNOWN, str(error)
+
+
+def _outcome(
+    outcome_type: Any, outcome: tuple[Any, tuple[int, int]] | Refused, response: Callable[[Any, tuple[int, int]], Any]
+) -> Any:
+    """One operation's answer within a batched call: its refusal (status code and message), or the
+    response its own unbatched RPC would have given, made by `response` from what it wrote and the
+    (resource version, event sequence) it committed at."""
+    if isinstance(outcome, Refused):
+        return outcome_type(code=outcome.code.value[0], message=outcome.message)
+    return outcome_type(response=response(*outcome))
 
 
 def _pod_group_result_response(
