@@ -249,7 +249,7 @@ def test_a_nominator_shows_a_group_in_flight_bare_and_restores_it_as_it_then_is(
     nominator = Nominator()
     pod = make_pod("a").req(cpu="1").group(GROUP).priority(10).nominated("n1").obj()
     nominator.add(PodInfo(pod))
-    start = nominator.position
+    reader = nominator.journal_reader()
     with nominator.in_flight([pod]):
         (bare,) = nominator.nominated_pods_for_node("n1")
         assert (bare.pod.name, bare.pod.uid, bare.pod.priority, bare.pod.spec.containers) == ("a", pod.uid, 0, ())
@@ -259,7 +259,7 @@ def test_a_nominator_shows_a_group_in_flight_bare_and_restores_it_as_it_then_is(
         assert [i.pod.priority for i in nominator.nominated_pods_for_node("n2")] == [0]
     assert [i.pod for i in nominator.nominated_pods_for_node("n2")] == [pod]
     # The journal saw every change, so a reader summing it ends where the nominator is.
-    changes = nominator.changes_since(start)
+    changes = reader.changes()
     assert changes is not None
     net: dict[tuple[str, str, int], int] = {}
     for info, node, sign in changes:

@@ -5,6 +5,7 @@ and pods whose requests are out of the exact range."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -136,8 +137,43 @@ def test_a_reader_behind_the_journal_rebuilds(monkeypatch: pytest.MonkeyPatch) -
     nominator, columns = Nominator(), NominatedColumns()
     asking = pod_with("asking", 0, 100, 0, False)
     assert columns.load(nominator, node_columns, asking, CHECKS) is None
+    idle = nominator.journal_reader()
     for i in range(5):
         nominator.add(PodInfo(pod_with(f"p{i}", 1, 100, 0, False)), "n0")
-    assert nominator.changes_since(0) is None  # the journal no longer reaches back that far
+    assert idle.changes() is None  # the journal no longer reaches back that far
     assert actual(columns, nominator, node_columns, asking) == {0: (5, 500, 5 * 2**20, 0)}
     assert nominated_module.COUNT == ""
+
+
+def test_the_journal_keeps_only_what_a_reader_has_not_read() -> None:
+    """An entry holds the pod as it was: once every reader has read it (or with no reader at all, as
+    on a standby queue replica) a pod that is no longer nominated is not kept alive by the journal."""
+    nominator = Nominator()
+    first = pod_with("first", 1, 100, 0, False)
+    alone = sys.getrefcount(first)
+    nominator.add(PodInfo(first), "n0")
+    nominator.remove(first)
+    assert sys.getrefcount(first) == alone  # no reader: nothing journaled
+
+    reader = nominator.journal_reader()
+    second = pod_with("second", 1, 100, 0, False)
+    alone = sys.getrefcount(second)
+    nominator.add(PodInfo(second), "n0")
+    nominator.remove(second)
+    assert sys.getrefcount(second) > alone  # the reader has not read it yet
+    changes = reader.changes()
+    assert changes is not None
+    assert [(info.pod.name, node, sign) for info, node, sign in changes] == [("second", "n0", 1), ("second", "n0", -1)]
+    del changes
+    assert sys.getrefcount(second) == alone
+    assert reader.changes() == []
+
+
+def test_a_slower_reader_keeps_what_it_has_not_read() -> None:
+    nominator = Nominator()
+    fast, slow = nominator.journal_reader(), nominator.journal_reader()
+    nominator.add(PodInfo(pod_with("a", 1, 100, 0, False)), "n0")
+    assert [info.pod.name for info, _, _ in fast.changes() or ()] == ["a"]
+    nominator.add(PodInfo(pod_with("b", 1, 100, 0, False)), "n1")
+    assert [info.pod.name for info, _, _ in slow.changes() or ()] == ["a", "b"]
+    assert [info.pod.name for info, _, _ in fast.changes() or ()] == ["b"]

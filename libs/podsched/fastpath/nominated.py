@@ -17,7 +17,7 @@ from podsched.fastpath.columns import I64, NodeColumns, all_safe, request_is_saf
 from podsched.framework.interface import ResourceCheck
 from podsched.framework.node_info import PodInfo
 from podsched.framework.resource import pod_requests
-from podsched.queue.nominator import Nominator
+from podsched.queue.nominator import JournalReader, Nominator
 
 COUNT = ""  # the pod-count column among a level's resource columns
 
@@ -37,9 +37,8 @@ class NominatedColumns:
     whose requests are out of the exact range are kept aside and looked at one by one."""
 
     def __init__(self) -> None:
-        self._position = -1
+        self._journal: JournalReader | None = None
         self._layout = -1
-        self._nominator_id = 0
         self._rows = 0
         self._resources: set[str] = {RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE}
         self._levels: dict[int, dict[str, I64]] = {}  # priority -> column name (COUNT or resource) -> per row
@@ -88,15 +87,16 @@ class NominatedColumns:
         return rows, count[rows], [amount[rows] for amount in amounts]
 
     def _sync(self, nominator: Nominator, columns: NodeColumns) -> None:
-        changes = nominator.changes_since(self._position) if self._nominator_id == id(nominator) else None
+        journal = self._journal
+        changes = journal.changes() if journal is not None and journal.nominator is nominator else None
         if changes is None or self._layout != columns.layout:
             self._rebuild(nominator, columns)
             return
         for pod_info, node_name, sign in changes:
             self._change(pod_info, columns.index.get(node_name), sign)
-        self._position = nominator.position
 
     def _rebuild(self, nominator: Nominator, columns: NodeColumns) -> None:
+        self._journal = nominator.journal_reader()  # from now on; what is nominated now is read below
         self._levels = {}
         self._aside = {}
         self._rows = columns.n
@@ -104,9 +104,7 @@ class NominatedColumns:
             row = columns.index.get(node_name)
             for pod_info in pod_infos:
                 self._change(pod_info, row, 1)
-        self._position = nominator.position
         self._layout = columns.layout
-        self._nominator_id = id(nominator)
 
     def _change(self, pod_info: PodInfo, row: int | None, sign: int) -> None:
         if row is None:  # nominated to a node this cluster does not have: Filter never visits it

@@ -4,14 +4,17 @@ result). Filter counts nominated pods of >= priority as already running on their
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from podsched.api.types import ObjectMeta, Pod, PodSpec
 from podsched.framework.node_info import PodInfo
 
-# Entries the change journal keeps; past that the older half is dropped and a reader that far behind
-# starts over from `items()`.
+# Entries the change journal keeps for a reader that stopped reading; past that the older half is
+# dropped and a reader that far behind starts over from `items()`.
 JOURNAL_LIMIT = 4096
+
+Change = tuple["PodInfo", str, int]  # (pod, node, +1 nominated / -1 no longer)
 
 
 class Nominator:
@@ -20,8 +23,11 @@ class Nominator:
         self._node_of: dict[str, str] = {}  # pod uid -> node
         # Every nomination made (+1) or dropped (-1), in order, so a reader can keep per-node sums
         # current without rescanning every nominated pod (the vectorized cycle's nominated load).
-        self._journal: list[tuple[PodInfo, str, int]] = []
+        # Only what some reader has not read yet is kept: an entry holds the pod as it then was, so
+        # a journal kept for its own sake would hold thousands of pods long gone from the cluster.
+        self._journal: list[Change] = []
         self._journal_base = 0  # the position of _journal[0]
+        self._readers: weakref.WeakSet[JournalReader] = weakref.WeakSet()
         # The pods of the pod group whose cycle runs (see `in_flight`): uid -> the pod's own info.
         self._in_flight: dict[str, PodInfo] = {}
 
@@ -121,7 +127,17 @@ class Nominator:
 
     # --- the change journal ----------------------------------------------------------------------
 
+    def journal_reader(self) -> JournalReader:
+        """A reader of the changes made from now on. The journal keeps what its slowest live reader
+        has not read (none at all while no reader exists: a standby queue replica never reads)."""
+        reader = JournalReader(self, self.position)
+        self._readers.add(reader)
+        return reader
+
     def _record(self, pod_info: PodInfo, node_name: str, sign: int) -> None:
+        if not self._readers:
+            self._journal_base += 1
+            return
         self._journal.append((pod_info, node_name, sign))
         if len(self._journal) > JOURNAL_LIMIT:
             drop = len(self._journal) // 2
@@ -133,12 +149,34 @@ class Nominator:
         """The journal position after the latest change."""
         return self._journal_base + len(self._journal)
 
-    def changes_since(self, position: int) -> Sequence[tuple[PodInfo, str, int]] | None:
-        """(pod, node, +1 nominated / -1 no longer) since `position`, in order; None when those
-        changes are no longer kept (the reader rebuilds from `items()`)."""
-        if position < self._journal_base:
-            return None
-        return self._journal[position - self._journal_base :]
+    def _read(self, reader: JournalReader) -> Sequence[Change] | None:
+        if reader.position < self._journal_base:
+            changes = None
+        else:
+            changes = self._journal[reader.position - self._journal_base :]
+        reader.position = self.position
+        self._forget_read()
+        return changes
+
+    def _forget_read(self) -> None:
+        """Drop the entries every live reader has read."""
+        oldest = min((reader.position for reader in self._readers), default=self.position)
+        if oldest > self._journal_base:
+            del self._journal[: oldest - self._journal_base]
+            self._journal_base = oldest
+
+
+class JournalReader:
+    """One reader's place in a Nominator's change journal."""
+
+    def __init__(self, nominator: Nominator, position: int) -> None:
+        self.nominator = nominator
+        self.position = position
+
+    def changes(self) -> Sequence[Change] | None:
+        """The changes since the last call (or since this reader was made), in order; None when
+        some of them are no longer kept (the reader rebuilds from `Nominator.items()`)."""
+        return self.nominator._read(self)
 
 
 def _bare(pod: Pod) -> PodInfo:
