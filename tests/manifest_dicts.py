@@ -58,3 +58,29 @@ def pdb(name: str, min_available: int, **match_labels: str) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"minAvailable": min_available, "selector": {"matchLabels": match_labels}},
     }
+
+
+def pod_group(name: str, min_count: int, priority_class: str = "low-priority") -> dict[str, Any]:
+    """A gang: a PodGroup whose pods bind only when `min_count` of them fit together (GenericWorkload;
+    stacks.GENERIC_WORKLOAD_ON turns the gate on)."""
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}, "priorityClassName": priority_class},
+    }
+
+
+def gang_member(
+    name: str,
+    group: str,
+    priority_class: str = "low-priority",
+    cpu: str = "1",
+    *,
+    grace: int | None = None,
+    spec: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A pod of the pod group `group` (spec.schedulingGroup.podGroupName); `spec` adds fields."""
+    return pod(
+        name, priority_class, cpu, grace=grace, spec={"schedulingGroup": {"podGroupName": group}, **(spec or {})}
+    )

@@ -16,7 +16,7 @@ from live_api import Api
 from podsched_devstack.kafka import DevstackError, KafkaBroker, ensure_kafka_installed
 from podsched_devstack.kafka_cluster import KafkaCluster
 from podsched_devstack.services import ServiceStack, StackSettings
-from stacks import running
+from stacks import GENERIC_WORKLOAD_ON, running, running_with_config
 
 
 def new_settings(kafka: KafkaBroker, run_dir: Path, **settings: Any) -> StackSettings:
@@ -56,6 +56,14 @@ def stack(kafka: KafkaBroker, tmp_path: Path, request: pytest.FixtureRequest) ->
         if report is not None and report.failed:
             for name in ("queue", "filter", "preemption", "binder"):
                 print(f"--- {name} log ---\n{services.tail(name, 40)}")
+
+
+@pytest.fixture
+def gang_stack(kafka: KafkaBroker, tmp_path: Path) -> Iterator[ServiceStack]:
+    """The four services with the GenericWorkload gate on, so PodGroups are served and gangs scheduled."""
+    started = running_with_config(kafka, tmp_path, GENERIC_WORKLOAD_ON)
+    yield next(started)
+    started.close()
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -12,6 +12,13 @@ import pytest
 from podsched_devstack.kafka import DevstackError, KafkaBroker
 from podsched_devstack.services import ServiceStack, StackSettings
 
+# A scheduler configuration with the GenericWorkload gate on: PodGroups and gang scheduling.
+GENERIC_WORKLOAD_ON = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+featureGates:
+  GenericWorkload: true
+"""
+
 
 def running(settings: StackSettings) -> Iterator[ServiceStack]:
     """A fixture body: the stack started (a failed start fails the test with the services' logs, not a

@@ -7,37 +7,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import grpc
-import pytest
 import yaml
 
 from live_api import Api, node_of, nominated
-from manifest_dicts import COMMON, node, pod
-from podsched_devstack.kafka import KafkaBroker
+from manifest_dicts import COMMON, gang_member, node, pod, pod_group
 from podsched_devstack.services import ServiceStack, scrape, value
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_service.leader_election import QUEUE_ROLE, latest_epoch
-from stacks import running_with_config
 
 BINDER = "podsched.binder.v1.Binder"
-GATE_ON = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-featureGates:
-  GenericWorkload: true
-"""
 ELSEWHERE = "another-scheduler"  # no profile of the stack's: the queue leaves these pods alone
 FAILED_PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION.value[0]
-
-
-@pytest.fixture
-def gang_stack(kafka: KafkaBroker, tmp_path: Path) -> Iterator[ServiceStack]:
-    started = running_with_config(kafka, tmp_path, GATE_ON)
-    yield next(started)
-    started.close()
 
 
 def handled(stack: ServiceStack, method: str) -> float:
@@ -142,19 +125,6 @@ def test_the_queue_records_a_preemption_runs_failures_in_record_failures(stack: 
     api.close()
 
 
-def gang(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": "low-priority"},
-    }
-
-
-def member(name: str, group: str, **spec: Any) -> dict[str, Any]:
-    return pod(name, "low-priority", "1", spec={"schedulingGroup": {"podGroupName": group}, **spec})
-
-
 def test_record_pod_group_results_writes_each_group_whole_and_answers_it_alone(gang_stack: ServiceStack) -> None:
     api = Api(gang_stack.server)
     api.apply_text(COMMON.read_text())
@@ -162,7 +132,8 @@ def test_record_pod_group_results_writes_each_group_whole_and_answers_it_alone(g
     elsewhere = {"schedulerName": ELSEWHERE}
     uids = write_all(
         gang_stack,
-        [gang("g1"), gang("g2")] + [member(f"{g}-{i}", g, **elsewhere) for g in ("g1", "g2") for i in range(2)],
+        [pod_group("g1", 2), pod_group("g2", 2)]
+        + [gang_member(f"{g}-{i}", g, spec=elsewhere) for g in ("g1", "g2") for i in range(2)],
     )
 
     epoch = queue_epoch(gang_stack)
@@ -207,7 +178,9 @@ def test_the_queue_records_a_batch_of_gangs_in_record_pod_group_results(gang_sta
     api.apply_text(yaml.safe_dump_all([node(f"node-{i}", cpu="4") for i in range(2)]))
     names = [f"g{i}" for i in range(4)]
     api.apply_text(
-        yaml.safe_dump_all([gang(g) for g in names] + [member(f"{g}-{i}", g) for g in names for i in range(2)])
+        yaml.safe_dump_all(
+            [pod_group(g, 2) for g in names] + [gang_member(f"{g}-{i}", g) for g in names for i in range(2)]
+        )
     )
     api.wait(
         lambda: len(api.pods()) == 8 and all(node_of(p) for p in api.pods().values()),

@@ -14,25 +14,20 @@ import pytest
 import yaml
 
 from live_api import Api
-from manifest_dicts import COMMON, node, pod
+from manifest_dicts import COMMON, gang_member, node, pod_group
 from podsched_cli.main import main
 from podsched_devstack import jaeger as jaeger_api
 from podsched_devstack.jaeger import Jaeger
 from podsched_devstack.kafka import KafkaBroker
 from podsched_devstack.services import ServiceStack, scrape, value
-from stacks import running_with_config
+from stacks import GENERIC_WORKLOAD_ON, running_with_config
 
-GATE_ON = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-featureGates:
-  GenericWorkload: true
-"""
 WAITING = "waiting for minCount pods from a gang to appear in scheduling queue"
 
 
 @pytest.fixture
 def gang_stack(kafka: KafkaBroker, jaeger: Jaeger, tmp_path: Path) -> Iterator[ServiceStack]:
-    started = running_with_config(kafka, tmp_path, GATE_ON, workers=0, otlp_endpoint=jaeger.otlp_endpoint)
+    started = running_with_config(kafka, tmp_path, GENERIC_WORKLOAD_ON, workers=0, otlp_endpoint=jaeger.otlp_endpoint)
     yield next(started)
     started.close()
 
@@ -44,7 +39,7 @@ def run(stack: ServiceStack, capsys: pytest.CaptureFixture[str], *args: str) -> 
 
 
 def member(index: int) -> dict[str, Any]:
-    return pod(f"worker-{index}", "low-priority", "1", grace=0, spec={"schedulingGroup": {"podGroupName": "trainers"}})
+    return gang_member(f"worker-{index}", "trainers", grace=0)
 
 
 def tags(span: dict[str, Any]) -> dict[str, Any]:
@@ -57,12 +52,7 @@ def test_a_gang_waiting_for_its_pods_is_explained_then_binds_whole(
     stack = gang_stack
     api = Api(stack.server)
     api.apply_text(COMMON.read_text())
-    group = {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": "trainers"},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}, "priorityClassName": "low-priority"},
-    }
+    group = pod_group("trainers", 3)
     api.apply_text(yaml.safe_dump_all([node("n1", cpu="2"), node("n2", cpu="2"), group, member(0)]))
     second = tmp_path / "second.yaml"
     second.write_text(yaml.safe_dump(member(1)))

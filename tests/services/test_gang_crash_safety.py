@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -19,41 +16,15 @@ import yaml
 from audit import audit, final_pods, read_log
 from crash_load import Submitter, settle, supervise, wait_for_acks
 from live_api import Api
-from manifest_dicts import COMMON, node, pod
+from manifest_dicts import COMMON, gang_member, node, pod_group
 from podsched_devstack.kafka import KafkaBroker
 from podsched_devstack.services import ServiceStack
 from podsched_proto.events.v1.events_pb2 import ObjectChange
-from stacks import running_with_config
 
 NODES = 10
 CPUS_PER_NODE = 4
 GANGS = 12
 GANG_SIZE = 4
-GATE_ON = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-featureGates:
-  GenericWorkload: true
-"""
-
-
-@pytest.fixture
-def gang_stack(kafka: KafkaBroker, tmp_path: Path) -> Iterator[ServiceStack]:
-    started = running_with_config(kafka, tmp_path, GATE_ON, workers=2)
-    yield next(started)
-    started.close()
-
-
-def pod_group(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": GANG_SIZE}}, "priorityClassName": "low-priority"},
-    }
-
-
-def member(gang: str, index: int) -> dict[str, Any]:
-    return pod(f"{gang}-{index}", "low-priority", "1", grace=0, spec={"schedulingGroup": {"podGroupName": gang}})
 
 
 def gang_binds(changes: list[ObjectChange], offsets: list[int]) -> dict[str, list[tuple[int, int]]]:
@@ -80,8 +51,10 @@ def test_kill_9_while_gangs_bind_never_leaves_part_of_a_gang_bound(
     api.apply_text(COMMON.read_text())
     api.apply_text(yaml.safe_dump_all([node(f"n{i:02}", cpu=str(CPUS_PER_NODE)) for i in range(NODES)]))
     gangs = [f"gang-{g:02}" for g in range(GANGS)]
-    api.apply_text(yaml.safe_dump_all([pod_group(name) for name in gangs]))
-    submitter = Submitter(stack.server, [member(name, i) for name in gangs for i in range(GANG_SIZE)])
+    api.apply_text(yaml.safe_dump_all([pod_group(name, GANG_SIZE) for name in gangs]))
+    submitter = Submitter(
+        stack.server, [gang_member(f"{name}-{i}", name, grace=0) for name in gangs for i in range(GANG_SIZE)]
+    )
     submitter.start()
     for acks, name in [(9, "binder"), (18, "queue"), (27, "preemption"), (36, "binder")]:
         wait_for_acks(submitter, acks)

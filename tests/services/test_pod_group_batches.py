@@ -6,49 +6,18 @@ over real gRPC with the queue stopped, so the request is the only thing that pla
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import grpc
-import pytest
 import yaml
 
 from live_api import Api
-from manifest_dicts import COMMON, node, pod
-from podsched_devstack.kafka import KafkaBroker
+from manifest_dicts import COMMON, gang_member, node, pod_group
 from podsched_devstack.services import ServiceStack
 from podsched_proto.binder.v1 import binder_pb2, binder_pb2_grpc
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_proto.preemption.v1 import preemption_pb2, preemption_pb2_grpc
-from stacks import running_with_config
 
-GATE_ON = """apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-featureGates:
-  GenericWorkload: true
-"""
 SUCCESS, UNSCHEDULABLE = 0, 2
-
-
-@pytest.fixture
-def gang_stack(kafka: KafkaBroker, tmp_path: Path) -> Iterator[ServiceStack]:
-    started = running_with_config(kafka, tmp_path, GATE_ON)
-    yield next(started)
-    started.close()
-
-
-def gang(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "scheduling.k8s.io/v1beta1",
-        "kind": "PodGroup",
-        "metadata": {"name": name},
-        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "priorityClassName": "low-priority"},
-    }
-
-
-def member(name: str, group: str) -> dict[str, Any]:
-    return pod(name, "low-priority", "1", spec={"schedulingGroup": {"podGroupName": group}})
 
 
 def test_each_group_of_a_request_sees_the_binds_in_flight_and_the_groups_before_it_and_a_rejected_one_ends_it(
@@ -61,7 +30,7 @@ def test_each_group_of_a_request_sees_the_binds_in_flight_and_the_groups_before_
     api.close()
     gang_stack.stop_one("queue")
     names = ["g1", "g2", "g3", "g4"]
-    documents = [gang(g) for g in names] + [member(f"{g}-{i}", g) for g in names for i in range(2)]
+    documents = [pod_group(g, 2) for g in names] + [gang_member(f"{g}-{i}", g) for g in names for i in range(2)]
     with grpc.insecure_channel(gang_stack.settings.addresses["binder"]) as channel:
         written = binder_pb2_grpc.BinderStub(channel).WriteMany(
             binder_pb2.WriteManyRequest(

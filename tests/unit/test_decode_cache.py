@@ -11,7 +11,7 @@ from typing import Any
 from hostile_manifests import FUZZ, POD, hostile_manifests, materialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_manifests import LABEL, POD_DOCS
+from manifest_strategies import LABEL, POD_DOCS
 
 from podsched.api.codecs.pod import clear_pod_spec_cache
 from podsched.api.errors import ApiError

@@ -11,7 +11,7 @@ from typing import Any
 from hostile_manifests import FUZZ, hostile_manifests, materialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_manifests import LABEL, MOMENT, POD_DOCS
+from manifest_strategies import LABEL, MOMENT, POD_DOCS
 
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, encode_json, encode_object

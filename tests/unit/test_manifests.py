@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from manifest_strategies import BYTES, LABEL, MILLI_CPU, MOMENT, POD_CONDITIONS, POD_DOCS
 
-from podsched.api import quantity
 from podsched.api.errors import REASON_BAD_REQUEST, REASON_INVALID, ApiError
 from podsched.api.manifests import (
     decode_documents,
@@ -86,7 +86,6 @@ NAME_PART_MESSAGE = (
     "validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
 )
 DELETE = object()  # a patch value meaning "remove this field"
-MOMENT = st.floats(min_value=0, max_value=4e9, allow_nan=False, allow_infinity=False)  # epoch seconds
 
 Path = tuple[str | int, ...]
 
@@ -1438,55 +1437,6 @@ def test_a_pdbs_status_does_not_survive_decoding() -> None:
     assert replace(again, status=pdb.status) == pdb
 
 
-# Strategies for the round-trip property: manifests a user could write, then the state changes the
-# scheduler and binder make.
-LABEL = st.from_regex(r"[a-z]([a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)
-MILLI_CPU = st.integers(0, 64_000).map(quantity.format_milli_cpu)
-BYTES = st.integers(0, 2**40).map(quantity.format_bytes)
-
-
-CONTAINERS = st.lists(
-    st.fixed_dictionaries(
-        {"resources": st.fixed_dictionaries({"requests": st.fixed_dictionaries({"cpu": MILLI_CPU, "memory": BYTES})})},
-        optional={"ports": st.lists(st.fixed_dictionaries({"containerPort": st.integers(1, 65535)}), max_size=2)},
-    ),
-    min_size=1,
-    max_size=3,
-).map(lambda items: [{"name": f"c{index}", **item} for index, item in enumerate(items)])
-
-POD_DOCS = st.builds(
-    lambda name, labels, containers, spec_extra: {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {"containers": containers, **spec_extra},
-    },
-    LABEL,
-    st.dictionaries(LABEL, LABEL, max_size=3),
-    CONTAINERS,
-    st.fixed_dictionaries(
-        {},
-        optional={
-            "priorityClassName": LABEL,
-            "priority": st.integers(-(2**31), 2**31 - 1),
-            "preemptionPolicy": st.sampled_from([PREEMPT_LOWER_PRIORITY, PREEMPT_NEVER]),
-            "terminationGracePeriodSeconds": st.integers(0, 3600),
-            "nodeSelector": st.dictionaries(LABEL, LABEL, max_size=2),
-            "tolerations": st.lists(
-                st.fixed_dictionaries(
-                    {
-                        "key": LABEL,
-                        "operator": st.just("Exists"),
-                        "effect": st.sampled_from(["NoSchedule", "NoExecute", ""]),
-                    }
-                ),
-                max_size=2,
-            ),
-        },
-    ),
-)
-
-
 @settings(max_examples=150, deadline=None)
 @given(
     doc=POD_DOCS,
@@ -1496,17 +1446,7 @@ POD_DOCS = st.builds(
     deleted=st.one_of(st.none(), MOMENT),
     phase=st.sampled_from(["Pending", "Running", "Succeeded", "Failed"]),
     nominated=st.one_of(st.just(""), LABEL),
-    conditions=st.lists(
-        st.builds(
-            PodCondition,
-            st.sampled_from(["PodScheduled", CONDITION_DISRUPTION_TARGET]),
-            st.sampled_from(["True", "False"]),
-            LABEL,
-            st.text(max_size=20),
-            st.one_of(st.none(), MOMENT),
-        ),
-        max_size=2,
-    ),
+    conditions=POD_CONDITIONS,
     resource_version=st.integers(0, 10**9),
 )
 def test_generated_pods_round_trip_through_encode_and_decode(

@@ -12,12 +12,12 @@ from typing import Any
 from hostile_manifests import FUZZ, hostile_manifests, materialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_manifests import LABEL, MOMENT, POD_DOCS
+from manifest_strategies import LABEL, MOMENT, POD_CONDITIONS, POD_DOCS
 
 from podsched.api.codecs.pod_json import PodJsonRenderer, clear_pod_json_cache
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, encode_json, encode_object
-from podsched.api.types import CONDITION_DISRUPTION_TARGET, Pod, PodCondition, PodStatus
+from podsched.api.types import Pod, PodCondition, PodStatus
 
 # Manifests beyond POD_DOCS: a nodeName written in the manifest (kept in its place, or dropped when
 # the pod is not bound), top-level members encode_object does not own (echoed in order), a status
@@ -45,19 +45,6 @@ def pod_manifests(draw: st.DrawFn) -> dict[str, Any]:
     return doc
 
 
-CONDITIONS = st.lists(
-    st.builds(
-        PodCondition,
-        st.sampled_from(["PodScheduled", CONDITION_DISRUPTION_TARGET]),
-        st.sampled_from(["True", "False"]),
-        LABEL,
-        st.text(max_size=20),
-        st.one_of(st.none(), MOMENT),
-    ),
-    max_size=2,
-)
-
-
 def reference(pod: Pod) -> bytes:
     return json.dumps(encode_object(pod), separators=(",", ":")).encode()
 
@@ -72,7 +59,7 @@ def assert_rendered_as_encode_object(pod: Pod) -> None:
     nodes=st.lists(st.one_of(st.just(""), LABEL), min_size=1, max_size=3),
     moment=MOMENT,
     nominated=st.one_of(st.just(""), LABEL),
-    conditions=CONDITIONS,
+    conditions=POD_CONDITIONS,
     priority=st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)),
     resource_version=st.integers(1, 10**9),
 )

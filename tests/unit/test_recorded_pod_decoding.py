@@ -11,7 +11,7 @@ from typing import Any
 from hostile_manifests import FUZZ, hostile_manifests, materialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_manifests import LABEL, MOMENT, POD_DOCS
+from manifest_strategies import LABEL, MOMENT, POD_DOCS
 
 from podsched.api import json_text
 from podsched.api.codecs.pod import clear_pod_spec_cache, decode_recorded_pod
