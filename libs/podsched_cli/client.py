@@ -93,9 +93,15 @@ class PodSchedClient:
         return [json.loads(raw) for raw in response.objects_json]
 
     def delete(
-        self, resource: str, name: str, namespace: str = "", *, grace_period_seconds: int | None = None
+        self,
+        resource: str,
+        name: str,
+        namespace: str = "",
+        *,
+        grace_period_seconds: int | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
-        request = api_pb2.DeleteRequest(resource=resource, name=name, namespace=namespace)
+        request = api_pb2.DeleteRequest(resource=resource, name=name, namespace=namespace, dry_run=dry_run)
         if grace_period_seconds is not None:
             request.grace_period_seconds = grace_period_seconds
         response: api_pb2.DeleteResponse = self._call(self._stub.Delete, request)
@@ -111,6 +117,7 @@ class PodSchedClient:
         label_selector: str = "",
         field_selector: str = "",
         grace_period_seconds: int | None = None,
+        dry_run: bool = False,
     ) -> api_pb2.DeleteCollectionResponse:
         request = api_pb2.DeleteCollectionRequest(
             resource=resource,
@@ -118,6 +125,7 @@ class PodSchedClient:
             all_namespaces=all_namespaces,
             label_selector=label_selector,
             field_selector=field_selector,
+            dry_run=dry_run,
         )
         if grace_period_seconds is not None:
             request.grace_period_seconds = grace_period_seconds

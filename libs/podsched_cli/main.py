@@ -406,6 +406,7 @@ def _delete(args: argparse.Namespace) -> int:
                 raise UsageError("resource(s) were provided, but no name was specified")
             requests.append((resource, name, args.namespace or ""))
     grace = delete_grace_period(args.grace_period, args.force)
+    dry_run = args.dry_run == "server"
     if args.force:
         _err(
             "Warning: Immediate deletion does not wait for confirmation that the running resource has been "
@@ -414,20 +415,21 @@ def _delete(args: argparse.Namespace) -> int:
     with _connect(args) as client:
         for resource, name, namespace in requests:
             try:
-                client.delete(resource.plural, name, namespace, grace_period_seconds=grace)
+                client.delete(resource.plural, name, namespace, grace_period_seconds=grace, dry_run=dry_run)
             except RequestFailedError as error:
                 if error.unreachable:
                     raise
                 _err(str(error))
                 failed = True
                 continue
-            _out(delete_line(resource, name, force=args.force) + "\n")
+            _out(delete_line(resource, name, force=args.force, dry_run=dry_run, output=args.output) + "\n")
     return 1 if failed else 0
 
 
 def _delete_collection(args: argparse.Namespace) -> int:
     """`delete KIND... --all | -l SELECTOR | --field-selector SELECTOR [-n NS | -A]`: one DeleteCollection
-    per kind; a line per deleted object as for a delete by name, `No resources found` when none matched."""
+    per kind; a line per deleted object as for a delete by name (`--dry-run=server`: what would be
+    deleted, nothing is), `No resources found` when none matched."""
     from podsched_cli.output import delete_line
     from podsched_cli.resources import parse_targets
 
@@ -445,6 +447,7 @@ def _delete_collection(args: argparse.Namespace) -> int:
             raise UsageError("name cannot be provided when a selector is specified")
         kinds.append(resource)
     grace = delete_grace_period(args.grace_period, args.force)
+    dry_run = args.dry_run == "server"
     if args.force:
         _err(
             "Warning: Immediate deletion does not wait for confirmation that the running resource has been "
@@ -462,6 +465,7 @@ def _delete_collection(args: argparse.Namespace) -> int:
                     label_selector=args.selector,
                     field_selector=args.field_selector,
                     grace_period_seconds=grace,
+                    dry_run=dry_run,
                 )
             except RequestFailedError as error:
                 if error.unreachable:
@@ -470,7 +474,7 @@ def _delete_collection(args: argparse.Namespace) -> int:
                 failed = True
                 continue
             for obj in response.deleted:
-                _out(delete_line(resource, obj.name, force=args.force) + "\n")
+                _out(delete_line(resource, obj.name, force=args.force, dry_run=dry_run, output=args.output) + "\n")
             for line in response.refused:
                 _err(line)
             deleted += len(response.deleted)
@@ -797,6 +801,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds a pod gets to terminate; -1 uses its terminationGracePeriodSeconds",
     )
     delete.add_argument("--force", action="store_true", help="remove at once, without graceful termination")
+    delete.add_argument(
+        "--dry-run",
+        choices=("none", "server"),
+        default="none",
+        help="server: say what would be deleted (the server checks each delete) without deleting anything",
+    )
+    delete.add_argument(
+        "-o", "--output", choices=("name",), default="", help="name: one kind/name line per deleted object"
+    )
     _namespace_options(delete)
     delete.set_defaults(handler=_delete)
 

@@ -580,9 +580,18 @@ def format_apply_response(
     return lines
 
 
-def delete_line(resource: ResourceType, name: str, *, force: bool = False) -> str:
-    """`pod "web" deleted`, `priorityclass.scheduling.k8s.io "high" deleted`."""
-    return f'{resource.qualified} "{name}" ' + ("force deleted" if force else "deleted")
+def delete_line(
+    resource: ResourceType, name: str, *, force: bool = False, dry_run: bool = False, output: str = ""
+) -> str:
+    """`pod "web" deleted`, `priorityclass.scheduling.k8s.io "high" deleted`, `pod "web" deleted
+    (server dry run)`; with -o name only `pod/web`, dry run or not (kubectl delete's PrintObj)."""
+    if output == "name":
+        return f"{resource.qualified}/{name}"
+    return (
+        f'{resource.qualified} "{name}" '
+        + ("force deleted" if force else "deleted")
+        + (" (server dry run)" if dry_run else "")
+    )
 
 
 # --- errors -------------------------------------------------------------------------------------------

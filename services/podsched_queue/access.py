@@ -7,8 +7,9 @@ A call goes through `ApiAccess` in this order, each step refusing as kube-apiser
 2. authorize the call's attributes (verb, resource, namespace, name) against the policy
    (podsched_service.authorization), else PERMISSION_DENIED with upstream's Forbidden message;
 3. the servicer's own work (admission, the binder's write);
-4. for a write (Apply without dry_run, Delete), an AuditEvent with the outcome, whatever it is:
-   `audited` records it after the answer is known and before the client gets it."""
+4. for a write (Apply, Delete or DeleteCollection without dry_run), an AuditEvent with the
+   outcome, whatever it is: `audited` records it after the answer is known and before the client
+   gets it."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from podsched.api.types import (
     ApiObject,
     Pod,
 )
-from podsched.cluster.admission import CREATED, UNCHANGED
+from podsched.cluster.admission import CREATED, UNCHANGED, admit_delete
 from podsched.cluster.dry_run import admit_without_storing
 from podsched.cluster.state import Cluster
 from podsched.cluster.store import ADDED
@@ -311,7 +311,7 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
             if found is not None
             else Target(request.resource, namespace=namespace, name=request.name)
         )
-        call = self.service.access.call(API_PATH + "Delete", write=True, verb="delete", target=target)
+        call = self.service.access.call(API_PATH + "Delete", write=not request.dry_run, verb="delete", target=target)
         return await self.service.access.audited(context, call, self._delete(request, context, call))
 
     async def _delete(self, request: api_pb2.DeleteRequest, context: grpc.aio.ServicerContext, call: ApiCall) -> Any:
@@ -321,9 +321,12 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         kind = resource.kind
         namespace = (request.namespace or "default") if resource.namespaced else ""
         await access.authorize(context, call, call.target.attributes(user, "delete"))
+        grace = request.grace_period_seconds if request.HasField("grace_period_seconds") else None
+        if request.dry_run:
+            return await self._delete_dry_run(kind, namespace, request.name, grace, call, context)
         delete = binder_pb2.DeleteRequest(kind=kind, namespace=namespace, name=request.name)
-        if request.HasField("grace_period_seconds"):
-            delete.grace_period_seconds = request.grace_period_seconds
+        if grace is not None:
+            delete.grace_period_seconds = grace
         try:
             deleted = await self.service.binder.Delete(delete, timeout=RPC_TIMEOUT)
         except grpc.aio.AioRpcError as error:
@@ -332,6 +335,20 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
         call.resource_version = deleted.resource_version
         call.object_json = deleted.object_json
         return api_pb2.DeleteResponse(object_json=deleted.object_json)
+
+    async def _delete_dry_run(
+        self, kind: str, namespace: str, name: str, grace: int | None, call: ApiCall, context: grpc.aio.ServicerContext
+    ) -> api_pb2.DeleteResponse:
+        """The delete's admission on this replica's copy, as the binder would run it; the object as
+        it is, or the call aborted with the refusal's status and kubectl line. Deletes nothing."""
+        await self.caught_up(context)
+        try:
+            admit_delete(self.service.cluster.store, kind, namespace, name, grace)
+        except ApiError as error:
+            await context.abort(status_code(error), error.kubectl_message())
+        stored = stored_object(self.service.cluster, call.target)
+        assert stored is not None  # admitted, so stored
+        return api_pb2.DeleteResponse(object_json=to_json(stored))
 
     async def DeleteCollection(
         self, request: api_pb2.DeleteCollectionRequest, context: grpc.aio.ServicerContext

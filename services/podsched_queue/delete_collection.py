@@ -7,7 +7,11 @@ The deletes go to the binder in DeleteMany calls of MAX_DELETES_PER_CALL objects
 of its write loop and so one Kafka transaction, in turn: a round of 10,000 pods is ten transactions
 rather than ten thousand. Audit: the call's own record (verb deletecollection, at the collection's
 scope, accepted or refused) and, for each deleted object, the record its own Delete would have
-(verb delete, its name and uid), so who deleted a given object stays a question the audit log answers."""
+(verb delete, its name and uid), so who deleted a given object stays a question the audit log answers.
+
+A dry run (kubectl --dry-run=server) lists and authorizes as the call would, checks each listed
+object's delete on this replica (`predict_listed`) and answers with what would be deleted; nothing
+goes to the binder and, as for a dry-run Apply, nothing is audited."""
 
 from __future__ import annotations
 
@@ -26,7 +30,13 @@ from podsched.api.selector_syntax import (
     parse_field_selector,
     parse_label_selector,
 )
-from podsched.cluster.delete_collection import objects_of_kind, select_collection, unsupported_field
+from podsched.cluster.delete_collection import (
+    ListedDeletion,
+    objects_of_kind,
+    predict_listed,
+    select_collection,
+    unsupported_field,
+)
 from podsched_proto.api.v1 import api_pb2
 from podsched_proto.binder.v1 import binder_pb2
 from podsched_service.api_audit import new_audit_id
@@ -53,12 +63,12 @@ def _bad_request(field: str, value: object, detail: str) -> str:
 async def delete_collection(
     servicer: PodSchedServicer, request: api_pb2.DeleteCollectionRequest, context: grpc.aio.ServicerContext
 ) -> api_pb2.DeleteCollectionResponse:
-    """Audited as one write (verb deletecollection); the work in `_delete_collection`."""
+    """Audited as one write (verb deletecollection) unless a dry run; the work in `_delete_collection`."""
     access = servicer.service.access
     found = find_resource_type(request.resource)
     scope = "" if request.all_namespaces else (request.namespace or "default")
     target = Target.of(found, scope) if found is not None else Target(request.resource, namespace=scope)
-    call = access.call(METHOD_PATH, write=True, verb="deletecollection", target=target)
+    call = access.call(METHOD_PATH, write=not request.dry_run, verb="deletecollection", target=target)
     return await access.audited(context, call, _delete_collection(servicer, request, context, call))
 
 
@@ -84,6 +94,17 @@ async def _delete_collection(
     )
     span = trace.get_current_span()
     span.set_attributes({"podsched.kind": resource.kind, "podsched.delete_collection.listed": len(chosen)})
+    if request.dry_run:
+        span.set_attribute("podsched.dry_run", True)
+        # The version of the copy just listed: nothing awaited since, so the prediction reads it too.
+        response = api_pb2.DeleteCollectionResponse(resource_version=service.replica.version)
+        for predicted in predict_listed(service.cluster, resource.kind, chosen, grace):
+            if predicted.deleted:
+                response.deleted.append(_predicted(predicted))
+            elif predicted.error is not None:
+                response.refused.append(predicted.error.kubectl_message())
+        span.set_attribute("podsched.delete_collection.deleted", len(response.deleted))
+        return response
     response = api_pb2.DeleteCollectionResponse()
     for start in range(0, len(chosen), MAX_DELETES_PER_CALL):
         part = chosen[start : start + MAX_DELETES_PER_CALL]
@@ -122,6 +143,18 @@ async def _delete_collection(
     await _audit_each(servicer, context, call, resource, response.deleted)
     call.resource_version = response.resource_version
     return response
+
+
+def _predicted(deletion: ListedDeletion) -> api_pb2.DeletedObject:
+    """A dry run's answer for one object its delete would delete."""
+    listed = deletion.listed
+    return api_pb2.DeletedObject(
+        namespace=listed.namespace,
+        name=listed.name,
+        uid=listed.uid,
+        resource_version=deletion.resource_version,
+        terminating=deletion.terminating,
+    )
 
 
 async def _checked(

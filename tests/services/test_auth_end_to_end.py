@@ -552,7 +552,8 @@ def test_a_tenant_deletes_a_collection_in_its_namespace_only_and_each_deleted_po
     kafka: KafkaBroker, token_stack: ServiceStack, creds: DevCredentials, cluster: None
 ) -> None:
     """DeleteCollection is authorized as upstream's (verb deletecollection at the collection's scope)
-    and audited as the call plus, for each deleted pod, the record its own Delete would have."""
+    and audited as the call plus, for each deleted pod, the record its own Delete would have. Its dry
+    run and a single Delete's are authorized the same and not audited."""
     alice = Client(token_stack.server, creds, token=creds.tenant_token)
     admin = Client(token_stack.server, creds, token=creds.admin_token)
     for name in ("swept-0", "swept-1"):
@@ -566,12 +567,20 @@ def test_a_tenant_deletes_a_collection_in_its_namespace_only_and_each_deleted_po
 
     assert refusal(sweep(namespace=OTHER_NS)) == forbidden("pods", "deletecollection", "pods", OTHER_NS)
     assert refusal(sweep(all_namespaces=True)) == forbidden("pods", "deletecollection", "pods", "")
+    # Dry runs: refused or answered as the call would be, never recorded.
+    assert refusal(sweep(namespace=OTHER_NS, dry_run=True)) == forbidden("pods", "deletecollection", "pods", OTHER_NS)
+    assert [d.name for d in ok(sweep(namespace=TENANT_NS, dry_run=True)).deleted] == ["swept-0", "swept-1"]
+    ok(alice.call("Delete", api_pb2.DeleteRequest(resource="pods", name="swept-0", namespace=TENANT_NS, dry_run=True)))
     reply = ok(sweep(namespace=TENANT_NS))
     assert [(d.namespace, d.name) for d in reply.deleted] == [(TENANT_NS, "swept-0"), (TENANT_NS, "swept-1")]
     theirs = {json.loads(o)["metadata"]["name"] for o in ok(admin.get("pods", namespace=OTHER_NS)).objects_json}
     assert "swept-theirs" in theirs
 
-    swept = lambda records: [r for r in records if r.request_uri.endswith("/DeleteCollection")]  # noqa: E731
+    swept = lambda records: [  # noqa: E731
+        r
+        for r in records
+        if r.request_uri.endswith("/DeleteCollection") or (r.verb == "delete" and r.object_ref.name.startswith("swept"))
+    ]
     records = swept(audit_records(kafka, token_stack, lambda rs: len(swept(rs)) >= 5))
     assert [
         (r.verb, r.object_ref.namespace, r.object_ref.name, r.response_status.code, r.user.username) for r in records

@@ -1,7 +1,8 @@
 """DeleteCollection against the running system (a real Kafka broker and the four services): what a
 namespace and selectors pick is deleted, each object as its own Delete would be (graceful termination,
 events), in a few binder transactions; bad input is refused naming the field and deletes nothing;
-pods created meanwhile are not lost; and the CLI's `delete --all` / `-l`.
+pods created meanwhile are not lost; a dry run names what would be deleted and deletes nothing; and
+the CLI's `delete --all` / `-l`, with `--dry-run=server` and `-o name`.
 
 One stack for the module, each test in namespaces of its own."""
 
@@ -167,6 +168,65 @@ def test_bad_input_is_refused_naming_the_field_and_deletes_nothing(
     assert pod_names(api, "bad-input") == ["keep"]
 
 
+def test_a_dry_run_names_what_would_be_deleted_and_deletes_nothing(api: Api) -> None:
+    create(
+        api,
+        manifest("web-0", "dry", {"app": "web"}, node_name="n1", grace=300),
+        manifest("web-1", "dry", {"app": "web"}),
+        manifest("db-0", "dry", {"app": "db"}),
+    )
+    api.wait(lambda: api.pods("dry")["web-0"]["status"].get("phase") == "Running", what="web-0 running")
+    before = api.pods("dry")
+    predicted = delete_collection(api, resource="pods", namespace="dry", label_selector="app=web", dry_run=True)
+    assert [(d.name, d.terminating) for d in predicted.deleted] == [("web-0", True), ("web-1", False)]
+    assert [(d.uid, d.resource_version) for d in predicted.deleted] == [
+        (before[n]["metadata"]["uid"], int(before[n]["metadata"]["resourceVersion"])) for n in ("web-0", "web-1")
+    ]
+    assert predicted.resource_version >= max(d.resource_version for d in predicted.deleted)
+    assert api.pods("dry") == before
+    assert not [e for e in api.events() if e.involved_object.namespace == "dry" and e.reason in ("Killing", "Deleted")]
+    # Bad input is refused as without dry_run.
+    with pytest.raises(grpc.RpcError) as refused:
+        delete_collection(api, resource="pods", namespace="dry", label_selector="app in", dry_run=True)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # The call without dry_run deletes what the dry run named, as it said.
+    deleted = delete_collection(api, resource="pods", namespace="dry", label_selector="app=web")
+    assert [(d.name, d.uid, d.terminating) for d in deleted.deleted] == [
+        (d.name, d.uid, d.terminating) for d in predicted.deleted
+    ]
+    assert set(api.pods("dry")) == {"web-0", "db-0"} and api.pods("dry")["web-0"]["metadata"].get("deletionTimestamp")
+    delete_collection(api, resource="pods", namespace="dry", grace_period_seconds=0)
+
+
+def test_a_dry_run_refuses_the_system_priority_classes_as_their_deletes_would(api: Api) -> None:
+    def classes() -> list[str]:
+        reply = api.stub.Get(api_pb2.GetRequest(resource="priorityclasses"), timeout=30)
+        return sorted(json.loads(o)["metadata"]["name"] for o in reply.objects_json)
+
+    before = classes()
+    predicted = delete_collection(api, resource="pc", dry_run=True)
+    assert sorted(d.name for d in predicted.deleted) == [n for n in before if not n.startswith("system-")]
+    assert sorted(predicted.refused) == [
+        f'Error from server (Forbidden): priorityclasses.scheduling.k8s.io "{n}" is forbidden: '
+        "this is a system priority class and cannot be deleted"
+        for n in ("system-cluster-critical", "system-node-critical")
+    ]
+    assert classes() == before
+
+
+def test_a_dry_run_delete_of_one_object_checks_it_and_deletes_nothing(api: Api) -> None:
+    create(api, manifest("kept", "dry-one", {"app": "kept"}))
+    reply = api.stub.Delete(api_pb2.DeleteRequest(resource="po", name="kept", namespace="dry-one", dry_run=True))
+    assert json.loads(reply.object_json)["metadata"]["name"] == "kept" and pod_names(api, "dry-one") == ["kept"]
+    with pytest.raises(grpc.RpcError) as missing:
+        api.stub.Delete(api_pb2.DeleteRequest(resource="pods", name="gone", namespace="dry-one", dry_run=True))
+    assert missing.value.code() == grpc.StatusCode.NOT_FOUND
+    assert missing.value.details() == 'Error from server (NotFound): pods "gone" not found'
+    with pytest.raises(grpc.RpcError) as system:
+        api.stub.Delete(api_pb2.DeleteRequest(resource="pc", name="system-node-critical", dry_run=True))
+    assert "this is a system priority class and cannot be deleted" in (system.value.details() or "")
+
+
 def test_pods_created_while_a_collection_is_deleted_are_not_lost(api: Api, stack: ServiceStack) -> None:
     """1,500 pods of round 1 deleted by selector (two DeleteMany calls) while round 2 and more of
     round 1 are created: every round-2 pod survives, every round-1 pod the answer names is gone, and
@@ -238,3 +298,37 @@ def test_the_cli_deletes_all_pods_of_a_namespace_or_those_a_selector_picks(
     manifest_file.write_text(json.dumps(manifest("other", "cli-b", {"app": "other"})))
     assert run(stack, capsys, "delete", "-f", str(manifest_file), "--all")[0] != 0
     assert pod_names(api, "cli-b") == ["other"]
+
+
+def test_the_cli_dry_run_says_what_it_would_delete_and_o_name_prints_kind_slash_name(
+    api: Api, stack: ServiceStack, capsys: pytest.CaptureFixture[str]
+) -> None:
+    create(api, manifest("web-0", "cli-dry", {"app": "web"}), manifest("web-1", "cli-dry", {"app": "web"}))
+    dry_lines = 'pod "web-0" deleted (server dry run)\npod "web-1" deleted (server dry run)\n'
+    assert run(stack, capsys, "delete", "pods", "-l", "app=web", "-n", "cli-dry", "--dry-run=server") == (
+        0,
+        dry_lines,
+        "",
+    )
+    assert run(stack, capsys, "delete", "po", "--all", "-n", "cli-dry", "--dry-run=server", "-o", "name") == (
+        0,
+        "pod/web-0\npod/web-1\n",
+        "",
+    )
+    assert run(stack, capsys, "delete", "pod", "web-0", "-n", "cli-dry", "--dry-run=server") == (
+        0,
+        'pod "web-0" deleted (server dry run)\n',
+        "",
+    )
+    assert run(stack, capsys, "delete", "pod", "gone", "-n", "cli-dry", "--dry-run=server") == (
+        1,
+        "",
+        'Error from server (NotFound): pods "gone" not found\n',
+    )
+    assert pod_names(api, "cli-dry") == ["web-0", "web-1"]
+    assert run(stack, capsys, "delete", "pods", "-l", "app=web", "-n", "cli-dry", "-o", "name") == (
+        0,
+        "pod/web-0\npod/web-1\n",
+        "",
+    )
+    assert pod_names(api, "cli-dry") == []

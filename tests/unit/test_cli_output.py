@@ -497,6 +497,14 @@ def test_delete_lines_read_like_kubectls() -> None:
     assert output.delete_line(POD, "web") == 'pod "web" deleted'
     assert output.delete_line(PRIORITY_CLASS, "high") == 'priorityclass.scheduling.k8s.io "high" deleted'
     assert output.delete_line(POD, "web", force=True) == 'pod "web" force deleted'
+    assert output.delete_line(POD, "web", dry_run=True) == 'pod "web" deleted (server dry run)'
+    assert output.delete_line(POD, "web", force=True, dry_run=True) == 'pod "web" force deleted (server dry run)'
+
+
+def test_delete_with_o_name_prints_kind_slash_name_dry_run_or_not() -> None:
+    assert output.delete_line(POD, "web", output="name") == "pod/web"
+    assert output.delete_line(POD, "web", force=True, dry_run=True, output="name") == "pod/web"
+    assert output.delete_line(PRIORITY_CLASS, "high", output="name") == "priorityclass.scheduling.k8s.io/high"
 
 
 # --- errors -------------------------------------------------------------------------------------------

@@ -1,8 +1,11 @@
 """DeleteCollection's pure parts: which objects a namespace and selectors pick, and the single
 writer deleting what was listed, each exactly as its own Delete (graceful termination, events),
-skipping what is gone or was replaced since the listing."""
+skipping what is gone or was replaced since the listing; and a dry run's prediction of each delete,
+which must be what the delete then does."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -10,12 +13,13 @@ from builders import LOW_PRIORITY, make_node, make_pod, make_priority_class
 from clocks import FakeClock
 from podsched.api.errors import REASON_FORBIDDEN
 from podsched.api.selector_syntax import parse_field_selector, parse_label_selector
-from podsched.api.types import KIND_NODE, KIND_POD, KIND_PRIORITY_CLASS
+from podsched.api.types import KIND_NODE, KIND_POD, KIND_PRIORITY_CLASS, POD_FAILED
 from podsched.cluster import events as ev
 from podsched.cluster.delete_collection import (
     Listed,
     delete_listed,
     objects_of_kind,
+    predict_listed,
     select_collection,
     unsupported_field,
 )
@@ -151,3 +155,56 @@ def test_a_system_priority_class_is_refused_and_the_others_deleted(cluster: Clus
     assert low.deleted and "low" not in cluster.priority_classes
     assert not system.deleted and system.error is not None and system.error.reason == REASON_FORBIDDEN
     assert "system-node-critical" in cluster.priority_classes
+
+
+# --- a server dry run ---------------------------------------------------------------------------------
+
+FINALIZER = "batch.kubernetes.io/job-tracking"
+
+
+def cluster_of_every_case(clock: FakeClock) -> Cluster:
+    """Pods each delete treats differently: bound (terminates), unbound (goes at once), already
+    terminating (kept as it is), Failed on its node (goes at once), held by a finalizer (kept)."""
+    cluster = Cluster(clock)
+    cluster.apply(make_node("n1").capacity(cpu="8", memory="8Gi").obj())
+    cluster.apply(make_pod("bound").node("n1").grace(30).obj())
+    cluster.apply(make_pod("unbound").obj())
+    cluster.apply(make_pod("terminating").node("n1").grace(30).obj())
+    cluster.delete(KIND_POD, "default", "terminating")
+    cluster.apply(make_pod("failed").node("n1").req(cpu="100").obj())  # the node agent refuses it: Failed
+    held = make_pod("held").obj()
+    cluster.apply(replace(held, metadata=replace(held.metadata, finalizers=(FINALIZER,))))
+    return cluster
+
+
+@pytest.mark.parametrize("grace", [None, 0, 5])
+def test_a_dry_run_predicts_what_deleting_each_listed_pod_does_and_changes_nothing(
+    clock: FakeClock, grace: int | None
+) -> None:
+    predicted_on, deleted_on = cluster_of_every_case(clock), cluster_of_every_case(clock)
+    chosen = select_collection(objects_of_kind(predicted_on, KIND_POD), "default", (), (), namespaced=True)
+    assert predicted_on.pods[("default", "failed")].status.phase == POD_FAILED
+    version, events = predicted_on.resource_version, len(predicted_on.events)
+
+    predicted = predict_listed(predicted_on, KIND_POD, chosen, grace)
+    assert predicted_on.resource_version == version and len(predicted_on.events) == events
+    assert sorted(predicted_on.pods) == [("default", n) for n in sorted(o.metadata.name for o in chosen)]
+    assert [p.resource_version for p in predicted] == [o.metadata.resource_version for o in chosen]
+
+    items = [Listed(o.metadata.namespace, o.metadata.name, o.metadata.uid) for o in chosen]
+    done = delete_listed(deleted_on, KIND_POD, items, grace)
+    assert [(p.listed, p.deleted, p.terminating) for p in predicted] == [
+        (d.listed, d.deleted, d.terminating) for d in done
+    ]
+    # A grace period of 0 removes even a pod already terminating; only a finalizer keeps one then.
+    assert {p.listed.name for p in predicted if p.terminating} == (
+        {"held"} if grace == 0 else {"bound", "terminating", "held"}
+    )
+
+
+def test_a_dry_run_refuses_a_system_priority_class_as_its_delete_would(cluster: Cluster) -> None:
+    cluster.apply(make_priority_class("low", LOW_PRIORITY))
+    chosen = [cluster.priority_classes[name] for name in ("low", "system-node-critical")]
+    low, system = predict_listed(cluster, KIND_PRIORITY_CLASS, chosen, None)
+    assert low.deleted and not low.terminating and "low" in cluster.priority_classes
+    assert not system.deleted and system.error is not None and system.error.reason == REASON_FORBIDDEN

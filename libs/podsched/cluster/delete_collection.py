@@ -2,7 +2,8 @@
 exactly as its own Delete (the API server's registry Store.DeleteCollection).
 
 Two steps, as upstream: the caller lists (`select_collection`, on any copy of the cluster), then the
-single writer deletes what was listed (`delete_listed`). An object listed but gone by then is skipped,
+single writer deletes what was listed (`delete_listed`); a server dry run stops after the listing and
+says what each delete would do (`predict_listed`, on the same copy). An object listed but gone by then is skipped,
 as upstream ignores NotFound; so is one deleted and created again under the same name in between
 (its uid differs): it is not the object that was listed, and a create that raced the listing is not
 lost to it."""
@@ -25,6 +26,7 @@ from podsched.api.types import (
     Node,
     Pod,
 )
+from podsched.cluster.admission import admit_delete
 from podsched.cluster.state import Cluster
 
 
@@ -173,4 +175,24 @@ def delete_listed(
             outcomes.append(ListedDeletion(item, True, left.metadata.resource_version, terminating=True))
         else:
             outcomes.append(ListedDeletion(item, True, gone.metadata.resource_version))
+    return outcomes
+
+
+def predict_listed(
+    cluster: Cluster, kind: str, listed: Iterable[ApiObject], grace_period: int | None
+) -> list[ListedDeletion]:
+    """What `delete_listed` would do to each listed object of `kind`, changing nothing (a server dry
+    run, as the API server's dryRun=All runs a delete's admission and stores nothing): refused as its
+    Delete would be (a system PriorityClass), or deleted, `terminating` if it would be left
+    terminating. `resource_version` is the object's own: no change is made, so none has a new one."""
+    outcomes = []
+    for obj in listed:
+        item = Listed(obj.metadata.namespace, obj.metadata.name, obj.metadata.uid)
+        try:
+            admit_delete(cluster.store, kind, item.namespace, item.name, grace_period)
+        except ApiError as error:
+            outcomes.append(ListedDeletion(item, deleted=False, error=error))
+            continue
+        terminating = isinstance(obj, Pod) and cluster.node_agent.keeps_on_delete(obj, grace_period)
+        outcomes.append(ListedDeletion(item, True, obj.metadata.resource_version, terminating=terminating))
     return outcomes

@@ -107,10 +107,19 @@ class NodeAgent:
         """Delete a pod: one running on a node terminates gracefully (`grace_period`, else the pod's
         terminationGracePeriodSeconds); an unbound or failed pod, or a grace of 0, goes at once."""
         grace = pod.spec.termination_grace_period_seconds if grace_period is None else grace_period
-        if not self.store.occupies_node(pod) or grace == 0 or pod.status.phase == POD_FAILED:
+        if self._goes_at_once(pod, grace):
             self.remove(pod)
             return pod
         return self.start_termination(pod, grace)
+
+    def keeps_on_delete(self, pod: Pod, grace_period: int | None) -> bool:
+        """Whether `delete(pod, grace_period)` would leave the pod stored, terminating gracefully or
+        kept by its finalizers, rather than gone. Changes nothing (a server dry run asks this)."""
+        grace = pod.spec.termination_grace_period_seconds if grace_period is None else grace_period
+        return not self._goes_at_once(pod, grace) or bool(pod.metadata.finalizers)
+
+    def _goes_at_once(self, pod: Pod, grace: int) -> bool:
+        return not self.store.occupies_node(pod) or grace == 0 or pod.status.phase == POD_FAILED
 
     def start_termination(self, pod: Pod, grace: int, conditions: tuple[PodCondition, ...] | None = None) -> Pod:
         """A graceful delete: deletionTimestamp now and a Killing event (with `conditions` written in
