@@ -2,17 +2,22 @@
 
 Every record a caller awaited is on the topic once, in the order the calls were made; records that
 arrive while a send is in flight leave together in the next one (group commits); a caller that stops
-waiting does not lose its record nor hold up the others. The broker is the session's real JVM
-(tests/conftest.py); a machine that cannot run it makes this FAIL. No pytest-asyncio: each coroutine
-runs under asyncio.run.
+waiting does not lose its record nor hold up the others; and no caller waits longer than
+`record_timeout`, even behind a send a paused broker stalls. The broker is the session's real JVM
+(tests/conftest.py), or one of the test's own to pause; a machine that cannot run it makes this
+FAIL. No pytest-asyncio: each coroutine runs under asyncio.run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import uuid
+from pathlib import Path
 
 import pytest
+from real_kafka import start_broker_or_fail
 
 from podsched_devstack.kafka import KafkaBroker
 from podsched_proto.audit.v1 import audit_pb2
@@ -116,3 +121,56 @@ def test_a_record_that_cannot_be_sent_is_logged_in_full_and_the_call_answers(
         assert len(lines) == 1 and lost.audit_id in lines[0].getMessage()
 
     asyncio.run(run())
+
+
+def test_a_call_made_behind_a_stalled_send_still_waits_no_longer_than_record_timeout(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A broker of the test's own is paused (SIGSTOP, as a long GC pause or a frozen host would):
+    the first send stalls. A call made while it is in flight waits for that send, then for its own,
+    and still answers `record_timeout` after it was made (not twice that), its record logged in full.
+    Once the broker runs again, the producer still delivers both records."""
+    record_timeout = 3.0
+    broker = start_broker_or_fail(tmp_path / "kafka")
+    pid = broker.pid
+    assert pid is not None
+
+    async def run() -> None:
+        audit_log = ApiAuditLog(broker.bootstrap_servers, "stall.", record_timeout=record_timeout)
+        await audit_log.start()
+        loop = asyncio.get_running_loop()
+
+        async def waited(event: audit_pb2.AuditEvent) -> float:
+            called = loop.time()
+            await audit_log.record(event)
+            return loop.time() - called
+
+        before, first, behind = audit_event("before"), audit_event("first"), audit_event("behind")
+        try:
+            async with asyncio.timeout(DEADLINE_S):
+                await audit_log.record(before)  # connected, the topic's leader known: the stall is the send's
+                os.kill(pid, signal.SIGSTOP)
+                try:
+                    first_call = asyncio.ensure_future(waited(first))
+                    while audit_log.sends == 1:
+                        await asyncio.sleep(0)
+                    behind_waited = await waited(behind)  # made while the first send is in flight
+                    first_waited = await first_call
+                finally:
+                    os.kill(pid, signal.SIGCONT)
+            assert audit_log.sends == 3, "the call behind the first send went in a send of its own"
+            # Waiting for the send ahead and then for its own took up to twice the timeout.
+            waits = f"waited {behind_waited:.2f} s behind, {first_waited:.2f} s first"
+            assert behind_waited < 1.5 * record_timeout and first_waited < 1.5 * record_timeout, waits
+            lost = [r.getMessage() for r in caplog.records if getattr(r, "decision", "") == "AuditRecordLost"]
+            assert len(lost) == 2 and first.audit_id in lost[0] and behind.audit_id in lost[1]
+        finally:
+            await audit_log.stop()  # flushes what the producer still has in flight
+        ids = await recorded_ids(broker.bootstrap_servers, audit_log.topic)
+        assert ids == [before.audit_id, first.audit_id, behind.audit_id]
+
+    try:
+        asyncio.run(run())
+    finally:
+        os.kill(pid, signal.SIGCONT)  # a paused broker would not stop
+        broker.stop()

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import re
 import uuid
-from typing import Any
+from typing import Any, NamedTuple
 
 import grpc
 from aiokafka import AIOKafkaProducer
@@ -31,8 +31,8 @@ from podsched_service.kafka_log import ensure_topic_names
 log = logging.getLogger(__name__)
 
 AUDIT_TOPIC = "podsched.audit.v1"
-# How long a send of audit records may take before its records are logged instead (an answer waits
-# for the send in flight, then for its own: at most twice this).
+# How long a call may wait for its audit record before the record is logged instead, the wait for
+# the send in flight ahead of it included.
 RECORD_TIMEOUT_SECONDS = 10.0
 # The most record bytes in one record batch, as the binder's producer (a broker takes up to 1 MiB).
 MAX_BATCH_BYTES = 512 * 1024
@@ -109,6 +109,15 @@ def source_ips(peer: str) -> list[str]:
     return [peer] if peer else []
 
 
+class _Pending(NamedTuple):
+    """A record waiting for its send."""
+
+    key: bytes
+    value: bytes
+    written: asyncio.Future[None]  # resolved once the broker acknowledged the record, or failed
+    deadline: float  # the event loop's time at which its caller stops waiting
+
+
 class ApiAuditLog:
     """Sends AuditEvents to `<prefix>podsched.audit.v1`. `enabled` False: `record` does nothing.
 
@@ -121,9 +130,11 @@ class ApiAuditLog:
     meanwhile (an ApplyBatch's, other calls') leave together once it is acknowledged, or at the next
     turn of the event loop when nothing is in flight. The producer itself has one produce request
     in flight per broker, so a send per turn of the loop only queued the batches up behind each
-    other, one request and one round trip each. A caller awaits only its record's future: the
-    timeout is the send's (`record_timeout`, one timer per send instead of a timer and a shield per
-    record), and a send that fails or times out fails each of its records."""
+    other, one request and one round trip each. A caller awaits only its record's future, and no
+    longer than `record_timeout` in all: each record's deadline is `record_timeout` after its call,
+    and a send gives up at the earliest deadline of its records (one timer per send instead of a
+    timer and a shield per record). A record that waited behind a slow send keeps only what is left
+    of its time; a send that fails or times out fails each of its records."""
 
     def __init__(
         self, bootstrap: str, prefix: str, enabled: bool = True, record_timeout: float = RECORD_TIMEOUT_SECONDS
@@ -133,8 +144,9 @@ class ApiAuditLog:
         self.enabled = enabled
         self.record_timeout = record_timeout
         self.producer: AIOKafkaProducer | None = None
-        # (key, value, resolved once the broker acknowledged the record) waiting for the next send.
-        self._pending: list[tuple[bytes, bytes, asyncio.Future[None]]] = []
+        # Records waiting for the next send, in the order of their calls (so the first has the
+        # earliest deadline).
+        self._pending: list[_Pending] = []
         self._sending: asyncio.Task[None] | None = None  # the send in flight
         self.sends = 0  # sends started, each one produce request per partition (or more when full)
 
@@ -174,7 +186,7 @@ class ApiAuditLog:
             # Resolved (or failed, or timed out) by the send that carries it; a caller cancelled
             # meanwhile cancels it, and the send skips its outcome. The record is sent all the same.
             written: asyncio.Future[None] = loop.create_future()
-            self._pending.append((key, event.SerializeToString(), written))
+            self._pending.append(_Pending(key, event.SerializeToString(), written, loop.time() + self.record_timeout))
             if self._sending is None and len(self._pending) == 1:
                 loop.call_soon(self._flush)
             await written
@@ -202,29 +214,29 @@ class ApiAuditLog:
         self._sending = None
         self._flush()
 
-    async def _send(self, records: list[tuple[bytes, bytes, asyncio.Future[None]]]) -> None:
+    async def _send(self, records: list[_Pending]) -> None:
         """One record batch per partition (another when one is full), then each record's outcome:
-        acknowledged, or the send's error (TimeoutError after `record_timeout`)."""
+        acknowledged, or the send's error (TimeoutError at the first record's deadline)."""
         try:
-            async with asyncio.timeout(self.record_timeout):
+            async with asyncio.timeout_at(records[0].deadline):
                 await self._send_batches(records)
         except Exception as error:
-            for _, _, written in records:
-                if not written.done():
-                    written.set_exception(error)
+            for record in records:
+                if not record.written.done():
+                    record.written.set_exception(error)
             return
-        for _, _, written in records:
-            if not written.done():
-                written.set_result(None)
+        for record in records:
+            if not record.written.done():
+                record.written.set_result(None)
 
-    async def _send_batches(self, records: list[tuple[bytes, bytes, asyncio.Future[None]]]) -> None:
+    async def _send_batches(self, records: list[_Pending]) -> None:
         producer = self.producer
         if producer is None:
             raise RuntimeError("the audit producer is not running")
         partitions = sorted(await producer.partitions_for(self.topic))
         filling: dict[int, BatchBuilder] = {}
         delivered: list[asyncio.Future[Any]] = []
-        for key, value, _ in records:
+        for key, value, _, _ in records:
             partition = record_partition(key, partitions, partitions)
             batch = filling.get(partition)
             if batch is None:
