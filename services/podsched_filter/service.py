@@ -18,7 +18,7 @@ from podsched.api.types import Pod
 from podsched.cluster.state import Cluster
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.plugins.registry import build_algorithm
-from podsched.scheduler.assumed import AssumedPods
+from podsched.scheduler.assumed import AssumedPods, BoundPod
 from podsched.scheduler.profile import AlgorithmProfiles
 from podsched.scheduler.schedule_one import CycleResult, SchedulingAlgorithm
 from podsched_proto.filter.v1 import filter_pb2, filter_pb2_grpc
@@ -63,6 +63,9 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
         self.profiles = AlgorithmProfiles(scheduler_config, self._build)
         # The profiles' column strategies, told of every node an assumption changes.
         self._column_strategies = [algorithm.columns for algorithm in self.profiles if algorithm.columns is not None]
+        # The pods the last request assumed, with their bound copies: the next request assumes the
+        # ones it placed again, as binds under way, with the same copies.
+        self._last_bound: dict[str, BoundPod] = {}
 
     def _build(self, profile: SchedulerConfig) -> SchedulingAlgorithm:
         """A profile's Filter and Score. PostFilter is the preemption service's: here a pod that fits
@@ -99,7 +102,7 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
         # (copying the 5000-node map for every pod was a tenth of this service's CPU).
         snapshot = cluster.snapshot()
         pdbs = cluster.pdb_list()
-        assumed = AssumedPods(snapshot, self.copy.nominator, self._node_changed)
+        assumed = AssumedPods(snapshot, self.copy.nominator, self._node_changed, earlier=self._last_bound)
         try:
             assume_binds(assumed, cluster, request.assumed_binds)
             for ref in request.pods:
@@ -129,6 +132,8 @@ class FilterServicer(filter_pb2_grpc.FilterServicer):
             assumed.forget_all()  # the binds arrive through the log
             if request.dry_run:
                 profiles.next_start_node_index = start_index
+            else:
+                self._last_bound = assumed.bound
         return placements
 
 

@@ -119,3 +119,36 @@ def test_the_bound_copy_is_what_replacing_the_node_name_gives_and_shares_what_re
     assert copied.spec is not pod.spec and pod.spec.node_name == ""
     assert copied.metadata is pod.metadata and copied.status is pod.status and copied.source is pod.source
     assert copied.spec.node_selector is pod.spec.node_selector and copied.spec.containers is pod.spec.containers
+
+
+def test_a_later_request_assumes_the_same_pod_on_the_same_node_with_the_earlier_copy() -> None:
+    cluster, nominator, _ = replica()
+    snapshot = cluster.snapshot()
+    first = AssumedPods(snapshot, nominator, lambda name: None)
+    first.assume(cluster.pods_by_uid["plain"], "n2")
+    first.assume(cluster.pods_by_uid["nominated"], "n1")
+    copies = {info.pod.uid: info for node in ("n1", "n2") for info in snapshot.get(node).pods}
+    first.forget_all()
+
+    # The next request: "plain" again on n2 (a bind under way), "nominated" on another node, and
+    # "running"'s uid is not in the earlier request at all.
+    second = AssumedPods(snapshot, nominator, lambda name: None, earlier=first.bound)
+    second.assume(cluster.pods_by_uid["plain"], "n2")
+    second.assume(cluster.pods_by_uid["nominated"], "n2")
+    on_n2 = {info.pod.uid: info for info in snapshot.get("n2").pods}
+    assert on_n2["plain"] is copies["plain"]  # the same pod on the same node: the same copy
+    assert on_n2["nominated"] is not copies["nominated"]  # another node: a copy of its own
+    assert on_n2["nominated"].pod.spec.node_name == "n2"
+    assert snapshot.get("n2").requested.milli_cpu == 1000 + 1000 + 2000
+    second.forget_all()
+
+    # A newer version of the pod (a record applied in between) is copied afresh.
+    newer = replace(cluster.pods_by_uid["plain"], spec=replace(cluster.pods_by_uid["plain"].spec, priority=11))
+    third = AssumedPods(snapshot, nominator, lambda name: None, earlier=second.bound)
+    third.assume(newer, "n2")
+    assumed_copy = next(info for info in snapshot.get("n2").pods if info.pod.uid == "plain")
+    assert assumed_copy is not copies["plain"] and assumed_copy.pod.spec.priority == 11
+    third.forget_all()
+    assert pods_by_node(snapshot) == {"n1": [], "n2": ["running"]}
+    assert snapshot.get("n2").requested.milli_cpu == 1000
+    assert nominations(nominator) == {"n1": ["nominated"]}

@@ -73,9 +73,11 @@ def resolve_affinity_term(owner: Pod, term: PodAffinityTerm) -> AffinityTerm:
 
 
 class PodInfo:
-    """A pod plus its pre-parsed affinity terms (computed once per pod version)."""
+    """A pod plus its pre-parsed affinity terms (computed once per pod version), and what it charges
+    its node (`node_charge`, computed the first time it is added to one)."""
 
     __slots__ = (
+        "charge",
         "pod",
         "preferred_affinity_terms",
         "preferred_anti_affinity_terms",
@@ -85,6 +87,7 @@ class PodInfo:
 
     def __init__(self, pod: Pod) -> None:
         self.pod = pod
+        self.charge: NodeCharge | None = None
         affinity = pod.spec.affinity
         pod_affinity = affinity.pod_affinity if affinity else None
         anti_affinity = affinity.pod_anti_affinity if affinity else None
@@ -122,6 +125,23 @@ def _host_ports(pod: Pod) -> list[tuple[str, str, int]]:
             if port.host_port > 0:
                 ports.append((port.host_ip or DEFAULT_HOST_IP, port.protocol or "TCP", port.host_port))
     return ports
+
+
+# What a pod adds to its node's sums: (its requests, its non-zero CPU, its non-zero memory, its host
+# ports). Kept on the PodInfo: a placed pod is added to and removed from a node several times
+# (assumed for the rest of its request, again as a bind under way for the next one, then bound from
+# the log), and the non-zero requests alone hash every container on each call. A plain tuple: built
+# once for every pod a node takes, where a dataclass's construction costs more than its fields.
+NodeCharge = tuple[Resource, int, int, tuple[tuple[str, str, int], ...]]
+
+
+def node_charge(pod_info: PodInfo) -> NodeCharge:
+    charge = pod_info.charge
+    if charge is None:
+        pod = pod_info.pod
+        cpu, memory = non_zero_requests(pod)
+        charge = pod_info.charge = (pod_requests(pod), cpu, memory, tuple(_host_ports(pod)))
+    return charge
 
 
 def _swap_remove(pod_infos: list[PodInfo], uid: str) -> PodInfo | None:
@@ -175,18 +195,17 @@ class NodeInfo:
         self.generation += 1
 
     def add_pod(self, pod_info: PodInfo) -> None:
-        pod = pod_info.pod
+        requested, non_zero_cpu, non_zero_memory, host_ports = pod_info.charge or node_charge(pod_info)
         self.pods.append(pod_info)
         if pod_info.has_affinity:
             self.pods_with_affinity.append(pod_info)
         if pod_info.required_anti_affinity_terms:
             self.pods_with_required_anti_affinity.append(pod_info)
-        self.requested.add(pod_requests(pod))
+        self.requested.add(requested)
         self.requested.allowed_pod_number += 1
-        cpu, memory = non_zero_requests(pod)
-        self.non_zero_cpu += cpu
-        self.non_zero_memory += memory
-        for port in _host_ports(pod):
+        self.non_zero_cpu += non_zero_cpu
+        self.non_zero_memory += non_zero_memory
+        for port in host_ports:
             self.used_ports[port] = self.used_ports.get(port, 0) + 1
         self.generation += 1
 
@@ -195,15 +214,14 @@ class NodeInfo:
         removed_info = _swap_remove(self.pods, pod.uid)
         if removed_info is None:
             return False
-        removed = removed_info.pod
+        requested, non_zero_cpu, non_zero_memory, host_ports = removed_info.charge or node_charge(removed_info)
         _swap_remove(self.pods_with_affinity, pod.uid)
         _swap_remove(self.pods_with_required_anti_affinity, pod.uid)
-        self.requested.sub(pod_requests(removed))
+        self.requested.sub(requested)
         self.requested.allowed_pod_number -= 1
-        cpu, memory = non_zero_requests(removed)
-        self.non_zero_cpu -= cpu
-        self.non_zero_memory -= memory
-        for port in _host_ports(removed):
+        self.non_zero_cpu -= non_zero_cpu
+        self.non_zero_memory -= non_zero_memory
+        for port in host_ports:
             remaining = self.used_ports.get(port, 0) - 1
             if remaining > 0:
                 self.used_ports[port] = remaining

@@ -8,7 +8,7 @@ assume() does, an assumed pod leaves the nominator, so its request is not counte
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from operator import attrgetter
 
@@ -36,15 +36,33 @@ def bound_copy(pod: Pod, node_name: str) -> Pod:
     return Pod(*values)
 
 
+# A pod as an assumption found it, the node it was assumed on, and its bound copy's PodInfo. A
+# FindNodes assumes each pod it places, and the next request assumes it again as a bind under way:
+# the second takes the first's copy (copying a pod was a third of an assumption). A plain tuple: one
+# is built for every assumption.
+BoundPod = tuple[Pod, str, PodInfo]
+
+
 class AssumedPods:
     """The pods assumed on `snapshot`'s nodes during one request. `node_changed` hears every node
     whose pods an assumption or a forget changed (the column strategy refreshes its row)."""
 
-    def __init__(self, snapshot: Snapshot, nominator: Nominator, node_changed: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        nominator: Nominator,
+        node_changed: Callable[[str], None],
+        earlier: Mapping[str, BoundPod] | None = None,
+    ) -> None:
+        """`earlier`: an earlier request's `bound` pods, whose copies this one takes again for the
+        same pod (the same object: pods are values) on the same node instead of copying it anew."""
         self.snapshot = snapshot
         self.nominator = nominator
         self.node_changed = node_changed
+        self._earlier = earlier or {}
         self._assumed: list[tuple[NodeInfo, Pod, str]] = []  # (node, the pod as it was, its nomination)
+        # Pod UID -> the pod as it was, its node and its bound copy's PodInfo, for a later request.
+        self.bound: dict[str, BoundPod] = {}
 
     def __len__(self) -> int:
         return len(self._assumed)
@@ -54,10 +72,15 @@ class AssumedPods:
         node_info = self.snapshot.get(node_name)
         if node_info is None:
             raise KeyError(f"node {node_name!r} is not in the snapshot")
-        bound = bound_copy(pod, node_name)
+        earlier = self._earlier.get(pod.uid)
+        if earlier is not None and earlier[0] is pod and earlier[1] == node_name:
+            bound_info = earlier[2]
+        else:
+            bound_info = PodInfo(bound_copy(pod, node_name))
+        self.bound[pod.uid] = (pod, node_name, bound_info)
         nomination = self.nominator.nominated_node(pod)
         self.nominator.remove(pod)
-        node_info.add_pod(PodInfo(bound))
+        node_info.add_pod(bound_info)
         self._assumed.append((node_info, pod, nomination))
         self.snapshot.pods_changed()
         self.node_changed(node_name)
