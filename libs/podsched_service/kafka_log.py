@@ -234,5 +234,21 @@ class LogReader:
                 self.consumer.seek(tp, end)
         return count
 
+    async def take_over(self, other: LogReader) -> None:
+        """Read `other`'s partitions too, each from where `other` stands, and stop `other`. One
+        consumer then follows both readers' topics: a transaction that writes to both is one fetch
+        request and answer for this reader instead of one for each."""
+        handed = {tp: await other.consumer.position(tp) for tp in other.partitions}
+        await other.stop()
+        kept = {tp: await self.consumer.position(tp) for tp in self.partitions}
+        self.topic_names += other.topic_names
+        self.partitions += other.partitions
+        # assign() replaces the assignment and forgets every position: each is set again before
+        # the fetcher runs (no await in between), or it would start the partitions over from their
+        # beginning. Records this consumer fetched but did not return yet are fetched again.
+        self.consumer.assign(self.partitions)
+        for tp, offset in (kept | handed).items():
+            self.consumer.seek(tp, offset)
+
     async def stop(self) -> None:
         await self.consumer.stop()

@@ -5,11 +5,14 @@ seen; `wait_for` blocks until the copy has applied it, so answers are never comp
 older than the caller's view (the binder's version order is total: podsched.objects.v1 has one
 partition).
 
-The two topics are read by two consumers. The objects topic is compacted to the live cluster, and a
-service serves once it has replayed it. The events topic is kept by time (an hour of events, however
-many pods churned in it), and nothing a service decides depends on it: a copy that follows events
-(the queue's, for Events and describe) starts serving before they are loaded and loads them in the
-background (`events_loaded`); what answers from them waits for that."""
+The objects topic is compacted to the live cluster, and a service serves once it has replayed it.
+The events topic is kept by time (an hour of events, however many pods churned in it), and nothing a
+service decides depends on it: a copy that follows events (the queue's, for Events and describe)
+starts serving before they are loaded and loads them in the background with a second consumer
+(`events_loaded`); what answers from them waits for that. Once they are loaded, the objects'
+consumer takes the events partitions over where the second stopped: one fetch then brings a
+transaction's records of both topics (each topic's records stay in log order; across topics there
+was never an order, and an event that comes before its predecessors waits in `_early_events`)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 
 from aiokafka import ConsumerRecord
 from prometheus_client import Counter, Gauge
@@ -145,23 +148,20 @@ class Replica:
         replayed: `events_loaded` says when the events are."""
         EVENTS_LOADED.set(0)
         await self._replay_objects()
-        self._follow_in_background(self.reader, self._after_objects, "replica-follow")
+        self._in_background(self._follow(self.reader), "replica-follow")
         if self.events_reader is not None:
-            self._follow_in_background(self.events_reader, self._after_events, "replica-events", load_first=True)
+            self._in_background(self._load_then_hand_over_events(self.events_reader), "replica-events")
         else:
             EVENTS_LOADED.set(1)
 
-    def _follow_in_background(
-        self, reader: LogReader, after_batch: Callable[[], None], name: str, load_first: bool = False
-    ) -> None:
-        async def run() -> None:
-            if load_first:
-                await self._load_events()
-            await self._follow(reader, after_batch)
-
-        task = asyncio.create_task(run(), name=name)
+    def _in_background(self, work: Coroutine[None, None, None], name: str) -> None:
+        task = asyncio.create_task(work, name=name)
         task.add_done_callback(_follow_ended)
         self._tasks.append(task)
+
+    async def _load_then_hand_over_events(self, events_reader: LogReader) -> None:
+        await self._load_events()
+        await self.reader.take_over(events_reader)
 
     def _after_objects(self) -> None:
         RESOURCE_VERSION.set(self.version)
@@ -172,7 +172,7 @@ class Replica:
         if self.events_retention_seconds is not None:
             self.cluster.recorder.expire(self.cluster.clock() - self.events_retention_seconds)
 
-    async def _follow(self, reader: LogReader, after_batch: Callable[[], None]) -> None:
+    async def _follow(self, reader: LogReader) -> None:
         consumer = reader.consumer
         while True:
             batches = await consumer.getmany(timeout_ms=1000)
@@ -190,7 +190,11 @@ class Replica:
                 stable = consumer.last_stable_offset(partition)
                 if stable is not None:
                     CONSUMER_LAG.labels(partition.topic).set(max(0, stable - await consumer.position(partition)))
-            after_batch()
+            topics_read = {partition.topic for partition in batches}
+            if self.objects_topic in topics_read:
+                self._after_objects()
+            if self.events_topic in topics_read:
+                self._after_events()
             async with self._progress:
                 self._progress.notify_all()
 
