@@ -46,7 +46,9 @@ PENDING_PODS = Gauge(
     "scheduler_pending_pods",
     "Number of pending pods, by the queue type. 'active' means number of pods in activeQ; 'backoff' means "
     "number of pods in backoffQ; 'unschedulable' means number of pods in unschedulablePods; 'gated' means "
-    "number of pods a PreEnqueue plugin holds back (GenericWorkload: a gang waiting for its pods).",
+    "number of pods a PreEnqueue plugin holds back (GenericWorkload: a gang waiting for its pods); 'incomplete' "
+    "means number of pods waiting for their PodGroup to be observed; 'pending' means number of pods waiting "
+    "for their in-flight pod group to be requeued.",
     ["queue"],
 )
 # GenericWorkload: one per pod-group cycle (upstream's podGroupScheduleAttempts and latency).
@@ -68,7 +70,14 @@ POD_GROUP_BACKOFF_PODS = Gauge(
     "moves them, and the group is retried when its backoff ends (1s doubling, at most podMaxBackoffSeconds "
     'times the square root of its size). Included in scheduler_pending_pods{queue="backoff"}.',
 )
-QUEUE_LABELS = {sq.ACTIVE: "active", sq.BACKOFF: "backoff", sq.UNSCHEDULABLE: "unschedulable", sq.GATED: "gated"}
+QUEUE_LABELS = {
+    sq.ACTIVE: "active",
+    sq.BACKOFF: "backoff",
+    sq.UNSCHEDULABLE: "unschedulable",
+    sq.GATED: "gated",
+    sq.INCOMPLETE: "incomplete",
+    sq.PENDING: "pending",
+}
 
 
 def report_pending_pods(queue: sq.SchedulingQueue) -> None:

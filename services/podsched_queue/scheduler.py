@@ -382,6 +382,8 @@ class Scheduler:
         self, group: PodGroup, attempts: list[Attempt], decided: preemption_pb2.SchedulePodGroupResponse
     ) -> PendingPodGroup:
         """Start a decided group's RecordPodGroupResult; `_finish_pod_groups` takes its answer."""
+        placed_all = decided.code == int(Code.SUCCESS) and all(pod.node_name for pod in decided.pods)
+        self.driver.pod_group_decided(group.namespace, group.name, [a.pod.uid for a in attempts], placed_all)
         # starts_async_preemption: read before the binder evicts the victims.
         preempting = decided.waiting_on_preemption and sends_evictions(
             self.pods_by_uid(uid) for uid in decided.victim_uids

@@ -169,17 +169,19 @@ def busy_reason(
     """Why the system may still change on its own ("" if nothing would): a pod terminating, a pod in
     activeQ or backoffQ (beyond the pods of rejected pod groups, which `wait_until_quiescent` judges
     apart), a pending pod that has not failed an attempt since it was stored (beyond those PreEnqueue
-    holds back, scheduler_pending_pods{queue="gated"}: a gang waiting for its pods is never
-    attempted), or one whose backoff has not run out (then a later step would find it in backoffQ
-    instead of where simulate finds it: in simulate no time passes between a failure and the next
-    file). A pod of a group while rejected groups back off has no backoff of its own to wait out: it
-    waits with its group, which no event moves, and is retried with it."""
+    holds back, scheduler_pending_pods{queue="gated"}, or {queue="incomplete"} when their PodGroup
+    is missing: a gang waiting for its pods is never attempted), or one whose backoff has not run
+    out (then a later step would find it in backoffQ instead of where simulate finds it: in
+    simulate no time passes between a failure and the next file). A pod of a group while rejected
+    groups back off has no backoff of its own to wait out: it waits with its group, which no event
+    moves, and is retried with it."""
     if value(samples, "scheduler_pending_pods", queue="active"):
         return "activeQ is not empty"
     groups_back_off = value(samples, POD_GROUP_BACKOFF_PODS) > 0
     if value(samples, "scheduler_pending_pods", queue="backoff") > value(samples, POD_GROUP_BACKOFF_PODS):
         return "backoffQ is not empty"
     gated = int(value(samples, "scheduler_pending_pods", queue="gated") or 0)
+    gated += int(value(samples, "scheduler_pending_pods", queue="incomplete") or 0)
     never_attempted: list[str] = []
     failures: dict[str, list[Any]] = {}
     for event in events:

@@ -7,6 +7,7 @@ group as `simulate` does: no Kafka, no gRPC."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -241,7 +242,11 @@ def test_a_group_that_was_not_scheduled_counts_a_rejection_or_an_error(
     assert [info.consecutive_errors for info in infos] == [consecutive_errors] * 2
 
 
-def test_a_scheduled_groups_leftover_pod_goes_to_active_at_once_and_one_that_failed_with_an_error_backs_off() -> None:
+def test_a_scheduled_groups_leftover_pods_go_to_active_at_once_even_one_that_failed_with_an_error() -> None:
+    # submitPodGroupAlgorithmResult sends every pod not placed through the failure handler, which
+    # puts a pod group's pod into the group's pending pods whether it was rejected or failed with
+    # an error; AddAttemptedPodGroupIfNeeded then requeues the scheduled group to activeQ without
+    # backoff, its queue time kept.
     clock = FakeClock(START)
     pods = [worker("w-0"), worker("w-1"), worker("w-2")]
     cluster = Cluster(clock, *pods)
@@ -253,8 +258,9 @@ def test_a_scheduled_groups_leftover_pod_goes_to_active_at_once_and_one_that_fai
     ]
     cluster.driver.add_attempted_pod_group_if_needed("default", GROUP, Code.SUCCESS, outcome)
     # The bound pod reaches the queue through its cluster feed: the driver leaves it in flight.
-    assert [cluster.queue.location(p.uid) for p in pods] == [sq.IN_FLIGHT, sq.ACTIVE, sq.BACKOFF]
+    assert [cluster.queue.location(p.uid) for p in pods] == [sq.IN_FLIGHT, sq.ACTIVE, sq.ACTIVE]
     assert infos[1].unschedulable_plugins == {names.NODE_RESOURCES_FIT}
+    assert [info.timestamp for info in infos[1:]] == [START, START]
 
 
 # --- the queue service and simulate, one driver ----------------------------------------------------------
@@ -330,27 +336,34 @@ class Results(AttemptTelemetry):
         super().finished(attempt)
 
 
-def service_backoffs(retries: int) -> list[float]:
-    """The backoff the queue service's Scheduler gives a gang of three rejected `retries` times, and
-    that nothing but the backoff's end brings it back."""
-    clock = FakeClock(START)
-    pods = [worker(f"w-{i}") for i in range(3)]
-    cluster = Cluster(clock, *pods)
-    preemption, binder, results = RejectingPreemption(), RecordingBinder(), Results(clock)
+def pod_group_scheduler(
+    cluster: Cluster, clock: FakeClock, preemption: RejectingPreemption, results: Results
+) -> Scheduler:
+    """The queue service's Scheduler over `cluster`'s queue, its pods in the gang `GROUP`."""
     group = gang()
-    scheduler = Scheduler(
+    return Scheduler(
         queue=cluster.queue,
         pods_by_uid=cluster.pods.get,
         scheduler_config=GATE_ON,
         batch_size=16,
         filter=NoFilter(),
         preemption=preemption,
-        binder=binder,
+        binder=RecordingBinder(),
         written=WrittenLog(),
         clock=clock,
         observer=results,
         pod_group_of=lambda pod: group if pod.spec.pod_group_name == GROUP else None,
     )
+
+
+def service_backoffs(retries: int) -> list[float]:
+    """The backoff the queue service's Scheduler gives a gang of three rejected `retries` times, and
+    that nothing but the backoff's end brings it back."""
+    clock = FakeClock(START)
+    pods = [worker(f"w-{i}") for i in range(3)]
+    cluster = Cluster(clock, *pods)
+    preemption, results = RejectingPreemption(), Results(clock)
+    scheduler = pod_group_scheduler(cluster, clock, preemption, results)
     backoffs = []
     for retry in range(retries):
         asyncio.run(scheduler.run_once())
@@ -389,3 +402,47 @@ def test_the_queue_service_retries_a_rejected_group_after_its_backoff_as_simulat
     expected = [2.0, 3.0, 5.0, 9.0, 17.0, 18.0]
     assert service_backoffs(6) == expected
     assert simulate_backoffs(6) == expected
+
+
+@dataclass
+class RejectingAsAPodArrives(RejectingPreemption):
+    """As RejectingPreemption, with `arrive` run while the first request is awaited: the queue
+    service applies the records it reads meanwhile."""
+
+    arrive: Callable[[], None] | None = None
+
+    async def schedule_pod_groups(
+        self, request: preemption_pb2.SchedulePodGroupsRequest
+    ) -> preemption_pb2.SchedulePodGroupsResponse:
+        arrive, self.arrive = self.arrive, None
+        if arrive is not None:
+            arrive()
+        return await super().schedule_pod_groups(request)
+
+
+def test_the_queue_service_backs_off_a_rejected_group_with_the_pod_that_arrived_during_its_cycle() -> None:
+    # addPodGroupMember holds the new pod in pendingPodGroupPods while its group is the last popped
+    # entity; AddAttemptedPodGroupIfNeeded adds it to the rejected group, which backs off whole and
+    # is retried, with it, once its backoff ends (not at once through the new pod's own entry).
+    clock = FakeClock(START)
+    pods = [worker(f"w-{i}") for i in range(3)]
+    cluster = Cluster(clock, *pods)
+    late = worker("w-3")
+
+    def arrive() -> None:
+        cluster.pods[late.uid] = late
+        cluster.queue.add(late)
+        assert cluster.queue.location(late.uid) == sq.PENDING
+
+    preemption, results = RejectingAsAPodArrives(arrive=arrive), Results(clock)
+    scheduler = pod_group_scheduler(cluster, clock, preemption, results)
+    asyncio.run(scheduler.run_once())
+    assert sorted(preemption.cycles[0]) == sorted(p.uid for p in pods)
+    assert [cluster.queue.location(p.uid) for p in (*pods, late)] == [sq.BACKOFF] * 4
+    assert cluster.queue.pod_group_backoff_count() == 4 and scheduler.pop_batch() == []
+    expiry = cluster.queue.next_backoff_expiry()
+    assert expiry is not None
+    clock.now = expiry
+    asyncio.run(scheduler.run_once())
+    assert len(preemption.cycles) == 2
+    assert preemption.cycles[1][-1] == late.uid and sorted(preemption.cycles[1]) == sorted(p.uid for p in (*pods, late))

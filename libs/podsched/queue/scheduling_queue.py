@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
 from podsched.api.types import Pod
@@ -27,6 +27,7 @@ from podsched.framework.events import WILDCARD as WILDCARD
 from podsched.framework.events import PodEvent as PodEvent
 from podsched.framework.node_info import PodInfo
 from podsched.framework.status import Status
+from podsched.plugins.gang_scheduling import waiting_for_pod_group
 from podsched.plugins.names import DEFAULT_PREEMPTION, GANG_SCHEDULING
 from podsched.plugins.registry import default_queueing_hints
 from podsched.queue.nominator import Nominator
@@ -84,6 +85,13 @@ UNSCHEDULABLE = "unschedulablePods"
 IN_FLIGHT = "inFlight"
 # Pods PreEnqueue holds back (scheduler_pending_pods{queue="gated"}); they wait in the pool.
 GATED = "gated"
+# upstream's incompletePodGroupPods (scheduler_pending_pods{queue="incomplete"}): pods whose PodGroup
+# has not been observed; here PreEnqueue holds them back in the pool like other gated pods, and
+# only the count tells them apart.
+INCOMPLETE = "incompletePodGroupPods"
+# upstream's pendingPodGroupPods (scheduler_pending_pods{queue="pending"}): pods that arrived while
+# their pod group was in flight; they join the group when its attempt ends.
+PENDING = "pendingPodGroupPods"
 
 # PreEnqueueCheck: which pods an event may move (None: every pod).
 PreCheck = Callable[[Pod], bool]
@@ -174,12 +182,20 @@ class SchedulingQueue:
         # "gated", until its group changes (`group_changed`).
         self.pre_enqueue = pre_enqueue
         self._gated: dict[str, Status] = {}  # uid -> the PreEnqueue status holding it back
+        self._incomplete: set[str] = set()  # the gated pods whose PodGroup has not been observed
         self._group_members: dict[tuple[str, str], set[str]] = {}  # (namespace, group) -> queued uids
         self._group_params: dict[tuple[str, str], PodGroupQueueingParams] = {}
         # Pods of groups DefaultPreemption's PreEnqueue parked in the pool while their group's
         # asynchronous preemption ran (`add_attempted_pod_group`): only the events that plugin
         # registers (or a wildcard) move them, and then the whole group moves.
         self._awaiting_preemption: set[str] = set()
+        # upstream's lastPoppedEntityKey, for every pod group popped whose attempt has not ended (a
+        # batch pops several groups in a row), with the uids of the pods the attempt popped: a pod
+        # of one that arrives meanwhile waits in pendingPodGroupPods (uids in arrival order)
+        # instead of making an entity of its own.
+        self._in_flight_pod_groups: dict[tuple[str, str], set[str]] = {}
+        self._last_popped_uid = ""
+        self._pending_pod_group_pods: dict[tuple[str, str], list[str]] = {}
         # The plugins' EventsToRegister: which events may make a pod a plugin rejected schedulable.
         self.queueing_hints = queueing_hints if queueing_hints is not None else default_queueing_hints()
         self.initial_backoff = initial_backoff
@@ -313,8 +329,16 @@ class SchedulingQueue:
         if self.pre_enqueue is not None and pod.spec.pod_group_name is not None:
             key = (pod.namespace, pod.spec.pod_group_name)
             self._group_members.setdefault(key, set()).add(pod.uid)
-            self._gate_or_activate(info, self.pre_enqueue(pod))
+            status = self.pre_enqueue(pod)
             self.nominator.add(pod_info)
+            if key in self._in_flight_pod_groups and not self._is_incomplete(pod, status):
+                # addPodGroupMember: its group is the last popped entity, so the pod waits in
+                # pendingPodGroupPods and joins the group when the attempt ends
+                # (AddAttemptedPodGroupIfNeeded); PreEnqueue runs for it then.
+                self._pending_pod_group_pods.setdefault(key, []).append(pod.uid)
+                self._place(pod.uid, PENDING)
+                return
+            self._gate_or_activate(info, status)
             self.group_changed(*key)  # this pod may complete its gang's minCount
             return
         self._push_active(info)
@@ -328,6 +352,7 @@ class SchedulingQueue:
         uid = info.pod.uid
         if status is None:
             self._gated.pop(uid, None)
+            self._incomplete.discard(uid)
             parked = self._awaiting_group(info.pod)
             if parked:
                 # The group entity waits in the pool, gated by DefaultPreemption: the pod joins it
@@ -347,6 +372,10 @@ class SchedulingQueue:
                 self._push_active(info)
             return True
         self._gated[uid] = status
+        if self._is_incomplete(info.pod, status):
+            self._incomplete.add(uid)
+        else:
+            self._incomplete.discard(uid)
         info.unschedulable_plugins = {status.plugin}
         info.last_failure_message = status.message
         info.unschedulable_since = self.clock()
@@ -362,6 +391,29 @@ class SchedulingQueue:
             if uid != pod.uid and other is not None and self._where.get(uid) == BACKOFF:
                 return other.group_backoff_expiry
         return None
+
+    @staticmethod
+    def _is_incomplete(pod: Pod, status: Status | None) -> bool:
+        """Whether PreEnqueue holds the pod back because its PodGroup has not been observed
+        (upstream's incompletePodGroupPods, which it checks before the in-flight group)."""
+        name = pod.spec.pod_group_name
+        return status is not None and name is not None and status.message == waiting_for_pod_group(name)
+
+    def _end_pod_group_attempt(
+        self, namespace: str, name: str, attempted: Collection[str] | None = None
+    ) -> list[QueuedPodInfo]:
+        """The group's attempt that popped `attempted` (None: whichever is in flight) ended
+        (clearPoppedEntity): the pods that arrived meanwhile leave pendingPodGroupPods, in arrival
+        order, for the caller to add to the group. An attempt ended already (at its decision, see
+        `add_pending_pod_group_pods_after_success`) ends nothing, not even a later attempt of the
+        same group."""
+        key = (namespace, name)
+        popped = self._in_flight_pod_groups.get(key)
+        if popped is None or (attempted is not None and popped.isdisjoint(attempted)):
+            return []
+        del self._in_flight_pod_groups[key]
+        uids = self._pending_pod_group_pods.pop(key, [])
+        return [self._infos[uid] for uid in uids if self._where.get(uid) == PENDING]
 
     def gated_status(self, uid: str) -> Status | None:
         """The PreEnqueue status holding the pod out of the active queue, if one does."""
@@ -392,14 +444,21 @@ class SchedulingQueue:
     def take_group_members(self, namespace: str, name: str) -> list[QueuedPodInfo]:
         """Pop the group's other queued pods (active, backing off or unschedulable, not gated) to
         schedule them with the one just popped: upstream pops a pod group as one entity. Each is in
-        flight with one more attempt; returned in queue order."""
+        flight with one more attempt; returned in queue order. The group is in flight until its
+        attempt ends (`add_attempted_pod_group`, `add_pending_pod_group_pods_after_success`, or its
+        last pod leaving flight otherwise)."""
         taken: list[QueuedPodInfo] = []
-        for uid in self._group_members.get((namespace, name), ()):
+        members = self._group_members.get((namespace, name), set())
+        for uid in members:
             if self._where.get(uid) not in (ACTIVE, BACKOFF, UNSCHEDULABLE) or uid in self._gated:
                 continue
             info = self._infos[uid]
             self._start_attempt(info)
             taken.append(info)
+        popped = {info.pod.uid for info in taken}
+        if self._last_popped_uid in members and self._where.get(self._last_popped_uid) == IN_FLIGHT:
+            popped.add(self._last_popped_uid)
+        self._in_flight_pod_groups[(namespace, name)] = popped
         taken.sort(key=lambda i: (-i.priority, i.timestamp, i.stamp))
         return taken
 
@@ -437,9 +496,15 @@ class SchedulingQueue:
         self.on_event(PodEvent(ASSIGNED_POD_DELETE, pod, None), pre_check=lambda other: other.priority <= priority)
 
     def delete(self, pod: Pod) -> None:
+        where = self._where.get(pod.uid)
         if self.pre_enqueue is not None and pod.spec.pod_group_name is not None:
             self._gated.pop(pod.uid, None)
+            self._incomplete.discard(pod.uid)
             self._discard_group_member(pod.namespace, pod.spec.pod_group_name, pod.uid)
+            if where == PENDING:  # pendingPodGroupPods.delete
+                pending = self._pending_pod_group_pods.get((pod.namespace, pod.spec.pod_group_name), [])
+                if pod.uid in pending:
+                    pending.remove(pod.uid)
         known = self._infos.pop(pod.uid, None) is not None
         self._forget(pod.uid)
         self._awaiting_preemption.discard(pod.uid)
@@ -448,6 +513,8 @@ class SchedulingQueue:
         self.nominator.remove(pod)
         if known and pod.status.nominated_node_name and not pod.spec.node_name:
             self._nomination_released(pod)
+        if where == IN_FLIGHT:
+            self._pod_group_landed(pod, requeued_now=True)  # as `done`: the group had no pod left
         if len(self._active) > 2 * len(self._infos) + 64:
             self._drop_stale_active_entries()
 
@@ -528,6 +595,7 @@ class SchedulingQueue:
         if info is None:
             return None
         self._start_attempt(info)
+        self._last_popped_uid = info.pod.uid
         return info
 
     def _start_attempt(self, info: QueuedPodInfo) -> None:
@@ -553,6 +621,7 @@ class SchedulingQueue:
         if info.attempts == 0:
             info.initial_attempt_timestamp = None
         self._push_active(info)
+        self._pod_group_landed(info.pod, requeued_now=False)
 
     def done(self, uid: str) -> None:
         """The pod left the scheduling cycle bound (or deleted): forget it."""
@@ -562,6 +631,10 @@ class SchedulingQueue:
             self._forget(uid)
             if self.pre_enqueue is not None and info is not None and info.pod.spec.pod_group_name is not None:
                 self._discard_group_member(info.pod.namespace, info.pod.spec.pod_group_name, uid)
+                # The last of its group bound or gone before the group's attempt ended: the
+                # attempt succeeded (or had no pod left to try), and the group's late pods queue
+                # from now (AddAttemptedPodGroupIfNeeded with a success).
+                self._pod_group_landed(info.pod, requeued_now=True)
 
     def _discard_group_member(self, namespace: str, name: str, uid: str) -> None:
         """The pod left the queue; a group with no queued pod left is no entity any more, and one
@@ -596,17 +669,20 @@ class SchedulingQueue:
             info.consecutive_errors += 1
             info.unschedulable_plugins = set()
             self._requeue(info)
-            return self._where[uid]
-        info.unschedulable_count += 1
-        info.consecutive_errors = 0
-        info.unschedulable_plugins = set(rejector_plugins)
-        hints = self.queueing_hints
-        if any(plugin_cares(hints, p, e, info.pod_info) for e in events for p in rejector_plugins):
-            self._requeue(info)
-            return self._where[uid]
-        info.unschedulable_since = now
-        self._place(uid, UNSCHEDULABLE)
-        return UNSCHEDULABLE
+        else:
+            info.unschedulable_count += 1
+            info.consecutive_errors = 0
+            info.unschedulable_plugins = set(rejector_plugins)
+            hints = self.queueing_hints
+            if any(plugin_cares(hints, p, e, info.pod_info) for e in events for p in rejector_plugins):
+                self._requeue(info)
+            else:
+                info.unschedulable_since = now
+                self._place(uid, UNSCHEDULABLE)
+        # A pod of a group backed off alone (its group's write failed): the last one ends the
+        # group's attempt.
+        self._pod_group_landed(info.pod, requeued_now=True)
+        return self._where[uid]
 
     def add_attempted_pod_group(
         self,
@@ -630,8 +706,12 @@ class SchedulingQueue:
         started it ends: the group waits in the unschedulable pool, gated by DefaultPreemption,
         until an assigned pod's deletion (the one event that plugin registers) that a rejector of
         one of its pods cares about, or a wildcard event; the events its pods missed in flight (its
-        own victims' evictions) count as arriving now. Returns where the pods went ("" if none is
-        queued any more)."""
+        own victims' evictions) count as arriving now.
+
+        The pods of the group that arrived while it was in flight (pendingPodGroupPods) join it
+        after the failed ones, as upstream adds them to the requeued entity: they share its
+        Timestamp, backoff and rejectors (their attempts are their own), and count in its size.
+        Returns where the pods went ("" if none is queued any more)."""
         now = self.clock()
         live = [entry for entry in failed if entry[0].pod.uid in self._infos]
         missed: list[tuple[Event, PreCheck | None]] = []
@@ -639,6 +719,9 @@ class SchedulingQueue:
             events = self._in_flight.end_with_checks(info.pod.uid)
             if len(events) > len(missed):  # every pod of the group was popped together
                 missed = events
+        together: set[str] = set().union(*(rejectors for _, rejectors, _ in live))
+        pending = self._end_pod_group_attempt(namespace, name, [info.pod.uid for info, _, _ in failed])
+        live += [(info, together, info.last_failure_message) for info in pending]
         if not live:
             return ""
         params = self._group_params.setdefault((namespace, name), PodGroupQueueingParams())
@@ -741,6 +824,54 @@ class SchedulingQueue:
             self._group_params.pop((info.pod.namespace, name), None)
         self._push_active(info)
 
+    def add_pending_pod_group_pods_after_success(
+        self, namespace: str, name: str, attempted: Collection[str], leftover: QueuedPodInfo | None = None
+    ) -> int:
+        """AddAttemptedPodGroupIfNeeded after a scheduled pod-group cycle (after
+        `requeue_after_group_success` for its pods that were not placed, `leftover` the first of
+        them; None when every pod was placed or the cycle had no pod left to try): the pods that
+        arrived while the group was in flight go to activeQ with it (requeueWithoutBackoff),
+        PreEnqueue deciding on the way (moveToActiveQ). They take the group's queue time when it
+        keeps it (preserveTimestamp: some of its pods were not placed), else now, after the
+        group's pods; the group's attempt counts start over. Returns how many PreEnqueue admitted.
+
+        `attempted`: the uids of the pods the attempt popped. A group whose every pod was placed
+        ends its attempt when that is decided, as upstream's scheduling cycle does before the
+        binds: a pod of it arriving while they are written makes a new entity of its own."""
+        pending = self._end_pod_group_attempt(namespace, name, attempted)
+        if not pending:
+            return 0
+        self._group_params.pop((namespace, name), None)
+        timestamp = leftover.timestamp if leftover is not None else self.clock()
+        admitted = 0
+        for info in pending:
+            info.timestamp = timestamp
+            info.stamp = next(self._stamps)
+            info.consecutive_errors = 0
+            admitted += self._gate_or_activate(info, self._pre_enqueue_status(info.pod))
+        return admitted
+
+    def _pre_enqueue_status(self, pod: Pod) -> Status | None:
+        return self.pre_enqueue(pod) if self.pre_enqueue is not None else None
+
+    def _pod_group_landed(self, pod: Pod, requeued_now: bool) -> None:
+        """A pod of an in-flight group left flight other than through the group's end of attempt (it
+        was bound, deleted, put back unattempted, or backed off after a failed write): once none of
+        the group is in flight, the attempt is over, and the pods that arrived meanwhile join the
+        group where it is now, as `_gate_or_activate` places a new pod. `requeued_now`: they queue
+        from now, as upstream's requeued group (its attempt ran); otherwise they keep their own
+        queue time (the group was put back as if never popped)."""
+        name = pod.spec.pod_group_name
+        popped = self._in_flight_pod_groups.get((pod.namespace, name)) if name is not None else None
+        if name is None or popped is None or any(self._where.get(uid) == IN_FLIGHT for uid in popped):
+            return
+        now = self.clock()
+        for info in self._end_pod_group_attempt(pod.namespace, name):
+            if requeued_now:
+                info.timestamp = now
+                info.stamp = next(self._stamps)
+            self._gate_or_activate(info, self._pre_enqueue_status(info.pod))
+
     # --- events -------------------------------------------------------------------------------
 
     def on_event(self, event: Event, pre_check: PreCheck | None = None) -> int:
@@ -803,13 +934,18 @@ class SchedulingQueue:
     # --- introspection ------------------------------------------------------------------------
 
     def pending_counts(self) -> dict[str, int]:
-        counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0, GATED: 0}
+        """How many pods are where, as scheduler_pending_pods counts them by its queue label: a gated
+        pod whose PodGroup has not been observed counts as incomplete, not gated."""
+        counts = {ACTIVE: 0, BACKOFF: 0, UNSCHEDULABLE: 0, IN_FLIGHT: 0, GATED: 0, INCOMPLETE: 0, PENDING: 0}
         # A copy first: a metrics scrape reads this from another thread while the loop changes it.
         for where in list(self._where.values()):
             counts[where] += 1
         if self._gated:
-            gated = sum(1 for uid in list(self._gated) if self._where.get(uid) == UNSCHEDULABLE)
-            counts[GATED] = gated
+            places = self._where
+            gated = sum(1 for uid in list(self._gated) if places.get(uid) == UNSCHEDULABLE)
+            incomplete = sum(1 for uid in list(self._incomplete) if places.get(uid) == UNSCHEDULABLE)
+            counts[INCOMPLETE] = incomplete
+            counts[GATED] = gated - incomplete
             counts[UNSCHEDULABLE] -= gated
         return counts
 

@@ -22,14 +22,17 @@ For one pod:
 
 For a pod group (GenericWorkload), after its cycle's writes (binds, evictions, failures):
 
-    scheduled (at least one pod bound) -> each pod not bound: requeue_after_group_success
-                                          (activeQ at once), or add_unschedulable_if_not_present
-                                          with an error when its own attempt failed with one
-    otherwise                          -> add_attempted_pod_group: the pods go back as one entity
-                                          that backs off (1 s doubling, at most max x sqrt(size))
-                                          and is retried when the backoff ends, whatever happens;
-                                          one whose cycle sent evictions waits in the pool (gated
-                                          by DefaultPreemption) for an assigned pod's deletion
+    scheduled (at least one pod bound) -> each pod not bound, rejected or failed with an error:
+                                          requeue_after_group_success (activeQ at once, its queue
+                                          time kept); then the pods that arrived while the group
+                                          was in flight join it there
+                                          (add_pending_pod_group_pods_after_success)
+    otherwise                          -> add_attempted_pod_group: the pods go back as one entity,
+                                          those that arrived meanwhile with them, that backs off
+                                          (1 s doubling, at most max x sqrt(size)) and is retried
+                                          when the backoff ends, whatever happens; one whose cycle
+                                          sent evictions waits in the pool (gated by
+                                          DefaultPreemption) for an assigned pod's deletion
 """
 
 from __future__ import annotations
@@ -156,6 +159,16 @@ class ScheduleOneDriver:
                 queued.append((info, pod))
         return queued
 
+    def pod_group_decided(self, namespace: str, name: str, attempted: Sequence[str], placed_all: bool) -> None:
+        """A pod-group cycle's decision, before its writes: a group with every pod placed
+        (`placed_all`; `attempted`: its pods' uids) ends its attempt now, as upstream's scheduling
+        cycle ends before the binding cycles, and the pods that arrived during the cycle go to
+        activeQ (`SchedulingQueue.add_pending_pod_group_pods_after_success`). Any other group ends
+        it when its pods go back (`add_attempted_pod_group_if_needed`): the pods that arrive until
+        then join it where it goes, as upstream adds them to the requeued group."""
+        if placed_all:
+            self.queue.add_pending_pod_group_pods_after_success(namespace, name, attempted)
+
     # --- after the cycle ----------------------------------------------------------------------------
 
     def handle_scheduling_failure(self, info: sq.QueuedPodInfo, failure: SchedulingFailure) -> str:
@@ -190,14 +203,16 @@ class ScheduleOneDriver:
             if member.bound:
                 continue  # the bind reaches the queue through its cluster feed
             fresh = self.queue.info(member.info.pod.uid) or member.info
-            if not scheduled:
-                failed.append((fresh, set(together), member.message))
-            elif not member.error:
-                self.queue.requeue_after_group_success(fresh, set(member.rejector_plugins), member.message)
-            else:
-                self.queue.add_unschedulable_if_not_present(
-                    fresh, set(member.rejector_plugins), error=True, message=member.message
-                )
-        if failed:
+            failed.append((fresh, set(together) if not scheduled else set(member.rejector_plugins), member.message))
+        if scheduled:
+            # Each pod that was not placed goes through the failure handler into the group's
+            # pending pods, and the group, with them, to activeQ (requeueWithoutBackoff), a pod
+            # whose own attempt failed with an error too.
+            for info, rejectors, message in failed:
+                self.queue.requeue_after_group_success(info, rejectors, message)
+            leftover = next((info for info, _, _ in failed if self.queue.contains(info.pod.uid)), None)
+            attempted = [member.info.pod.uid for member in members]
+            self.queue.add_pending_pod_group_pods_after_success(namespace, name, attempted, leftover)
+        else:
             error = not Status(code).is_rejected or any(member.error for member in members)
             self.queue.add_attempted_pod_group(namespace, name, failed, error=error, preempting=preempting)
