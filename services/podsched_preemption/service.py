@@ -19,8 +19,8 @@ import grpc
 from podsched.api.types import Pod, PodGroup
 from podsched.config.scheduler_config import SchedulerConfig
 from podsched.fastpath import ColumnStrategy, VectorizedDryRun
-from podsched.fastpath.dry_run import OutcomeMemory
-from podsched.framework.cycle_state import CycleState
+from podsched.fastpath.dry_run import COLUMN_INPUTS_KEY, OutcomeMemory
+from podsched.framework.cycle_state import PreFilterOnRead
 from podsched.framework.interface import ClusterView, NodeToStatus, PostFilterResult
 from podsched.framework.node_info import NodeInfo, Snapshot
 from podsched.framework.runtime import run_post_filter
@@ -431,8 +431,12 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         version = self.copy.replica.version
         pods_by_uid = cluster.pods_by_uid
         assumed = [(n.pod_uid, n.node_name) for n in request.assumed_nominations]
-        state = CycleState()
         framework = profile.algorithm.framework
+        nodes = snapshot.node_info_list
+        # PreFilter runs if the dry run goes node by node (or to the workers, which run their own).
+        state = PreFilterOnRead(
+            lambda state: framework.run_pre_filter_plugins(state, pod, nodes), other_keys=(COLUMN_INPUTS_KEY,)
+        )
 
         def run_shards(
             shards: Sequence[Sequence[NodeInfo]], wanted: int, policy: VictimPolicy
@@ -465,7 +469,6 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
             executor=executor,
             priority_classes=cluster.priority_classes,
         )
-        framework.run_pre_filter_plugins(state, pod, snapshot.node_info_list)
         view = ClusterView(snapshot, cluster.pdb_list(), self.copy.nominator, now)
         answer = run_post_filter(plugins, state, pod, diagnosis, view)
         self.observer.dry_run_path(VECTORIZED if vectorized and vectorized.vectorized_runs else WORKERS)

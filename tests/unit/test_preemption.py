@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from builders import (
     HIGH_PRIORITY,
@@ -39,6 +41,7 @@ from podsched.preemption.tie_breaks import (
     latest_start_time_score,
     lowest_highest_victim_priority,
     lowest_priority_sum,
+    pick_by_default_tie_breaks,
     pick_one_node_for_preemption,
 )
 from podsched.preemption.victims import NO_VICTIMS_MESSAGE, select_victims_on_node
@@ -415,6 +418,39 @@ BEST_CANDIDATE_CASES = [
 def test_select_best_candidate(case: BestCandidateCase) -> None:
     chosen = pick_one_node_for_preemption(case.candidates, default_score_funcs(NOW))
     assert chosen is not None and chosen.node_name == case.expected
+    in_one_pass = pick_by_default_tie_breaks(case.candidates, NOW)
+    assert in_one_pass is not None and in_one_pass.node_name == case.expected
+
+
+# A victim: (priority, start time or None), few values so that the tie-breaks often tie.
+_victim_specs = st.tuples(
+    st.sampled_from([NEGATIVE_PRIORITY, LOW_PRIORITY, MID_PRIORITY]), st.sampled_from([None, EARLY, LATE])
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.lists(_victim_specs, min_size=1, max_size=3), st.integers(0, 1)), min_size=0, max_size=8),
+    st.sampled_from([EARLY, NOW]),
+)
+def test_one_pass_pick_is_the_tie_breaks_in_turn(
+    specs: list[tuple[list[tuple[int, float | None]], int]], now: float
+) -> None:
+    """The Evaluator's one-pass pick chooses the very candidate (the first of equals in dry-run
+    order) that the five tie-breaks applied in turn choose, asked twice (its scores are kept)."""
+
+    def candidates() -> list[Candidate]:
+        made = []
+        for index, (victim_specs, violations) in enumerate(specs):
+            pods = sorted(victims(*victim_specs), key=lambda pod: -pod.priority)
+            made.append(Candidate(f"n{index}", pods, violations))
+        return made
+
+    expected = pick_one_node_for_preemption(candidates(), default_score_funcs(now))
+    kept = candidates()
+    for _ in range(2):
+        chosen = pick_by_default_tie_breaks(kept, now)
+        assert (chosen.node_name if chosen else None) == (expected.node_name if expected else None)
 
 
 # --- Evaluator.Preempt (TestPreempt / TestPostFilter) ---------------------------------------------

@@ -46,7 +46,7 @@ from podsched.fastpath.diagnosis import ColumnDiagnosis
 from podsched.fastpath.dry_run import COLUMN_INPUTS_KEY
 from podsched.fastpath.fit_status import fit_statuses
 from podsched.fastpath.nominated import NominatedColumns, OutOfRange
-from podsched.framework.cycle_state import CycleState
+from podsched.framework.cycle_state import CycleState, PreFilterOnRead
 from podsched.framework.interface import NodeSignature, NodeToStatus, ResourceCheck
 from podsched.framework.node_info import NodeInfo, Snapshot, pod_host_ports
 from podsched.framework.resource import non_zero_requests, pod_requests
@@ -712,11 +712,11 @@ class ColumnCycle:
 
     def post_filter_state(self) -> CycleState:
         # PostFilter reads the state PreFilter leaves: the vectorized dry run needs none, but a pod
-        # slot out of the exact range sends the rest of the dry run node by node.
-        state = CycleState()
+        # slot out of the exact range sends the rest of the dry run node by node, which completes it.
         framework = self.strategy.framework
         assert framework is not None
-        framework.run_pre_filter_plugins(state, self.pod, self.snapshot.node_info_list)
+        pod, nodes = self.pod, self.snapshot.node_info_list
+        state = PreFilterOnRead(lambda state: framework.run_pre_filter_plugins(state, pod, nodes))
         # What this cycle computed for the columns, for the dry run on columns of the same cycle.
         state.write(COLUMN_INPUTS_KEY, (self.pod, (self.profile, self.shape, self.load)))
         return state

@@ -22,7 +22,7 @@ from podsched.framework.status import Code, Status
 from podsched.preemption.eligibility import pod_eligible_to_preempt_others
 from podsched.preemption.executor import nominations_to_clear
 from podsched.preemption.pdb_policy import PDB_POLICIES, PdbPolicy
-from podsched.preemption.tie_breaks import Candidate, default_score_funcs, pick_one_node_for_preemption
+from podsched.preemption.tie_breaks import Candidate, pick_by_default_tie_breaks
 from podsched.preemption.victims import DEFAULT_VICTIM_POLICY, NodeVictims, VictimPolicy, select_victims_on_node
 from podsched.scheduler.fit_error import FitError
 
@@ -241,7 +241,7 @@ class Evaluator:
             )
 
         # 4. (Extenders are not supported.) 5. Select one candidate.
-        best = pick_one_node_for_preemption(candidates, default_score_funcs(now))
+        best = pick_by_default_tie_breaks(candidates, now)
         if best is None:
             return PreemptionOutcome(None, Status(Code.UNSCHEDULABLE, [NO_CANDIDATE_MESSAGE]))
 
