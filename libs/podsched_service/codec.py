@@ -3,6 +3,9 @@ protos, and gRPC statuses. Kept in one place so every service reads and writes t
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from itertools import chain, compress
+from operator import attrgetter
 from typing import Any
 
 import grpc
@@ -17,6 +20,7 @@ from podsched.api.types import KIND_POD, ApiObject, Pod, PodDisruptionBudget, Po
 from podsched.cluster import events as ev
 from podsched.cluster.store import ADDED, MODIFIED, REMOVED, Change
 from podsched.framework.interface import NodeToStatus
+from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Code, Status
 from podsched_proto.events.v1 import events_pb2
 from podsched_proto.filter.v1 import filter_pb2
@@ -260,15 +264,65 @@ def status_groups(diagnosis: NodeToStatus) -> list[filter_pb2.NodeStatusGroup]:
     ]
 
 
-def node_to_status(groups: list[filter_pb2.NodeStatusGroup], absent: filter_pb2.NodeStatusGroup) -> NodeToStatus:
+def node_to_status(groups: Sequence[filter_pb2.NodeStatusGroup], absent: filter_pb2.NodeStatusGroup) -> NodeToStatus:
     """The inverse of `status_groups`: nodes keep their visiting order within each group; the order
     across groups does not matter to PostFilter (it walks nodes in snapshot order)."""
-    diagnosis = NodeToStatus(Status(Code(absent.code), list(absent.reasons), absent.plugin) if absent.code else None)
-    for group in groups:
-        status = Status(Code(group.code), list(group.reasons), group.plugin)
-        for node_name in group.node_names:
-            diagnosis.statuses[node_name] = status
-    return diagnosis
+    absent_status = Status(Code(absent.code), list(absent.reasons), absent.plugin) if absent.code else None
+    return StatusGroups(
+        [(Status(Code(group.code), list(group.reasons), group.plugin), group.node_names) for group in groups],
+        absent_status,
+    )
+
+
+_NAME = attrgetter("name")
+
+
+class StatusGroups(NodeToStatus):
+    """A diagnosis as the filter service sends it, a few groups of nodes that share one status (a
+    node in one group at most), read as such: the nodes PostFilter may help and the FitError
+    histogram come from the groups, and the map of every node is built only if a reader asks for
+    it (a node's own status: a nominated preemptor's, or a write)."""
+
+    __slots__ = ("_groups",)
+
+    def __init__(self, groups: list[tuple[Status, Sequence[str]]], absent: Status | None) -> None:
+        super().__init__(absent)
+        self._statuses: dict[str, Status] | None = None  # type: ignore[assignment]
+        self._groups = groups
+
+    @property
+    def statuses(self) -> dict[str, Status]:
+        if self._statuses is None:
+            statuses: dict[str, Status] = {}
+            for status, names in self._groups:
+                statuses.update(dict.fromkeys(names, status))
+            self._statuses = statuses
+        return self._statuses
+
+    @statuses.setter
+    def statuses(self, statuses: dict[str, Status]) -> None:
+        self._statuses = statuses
+
+    def nodes_with_code(self, code: Code, all_nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
+        if self._statuses is not None:  # the map may have changed
+            return super().nodes_with_code(code, all_nodes)
+        if self.absent.code == code:  # every node but those of groups with another code
+            other = set(chain.from_iterable(names for status, names in self._groups if status.code != code))
+            return [node for node in all_nodes if node.name not in other]
+        matching = set(chain.from_iterable(names for status, names in self._groups if status.code == code))
+        return list(compress(all_nodes, map(matching.__contains__, map(_NAME, all_nodes))))
+
+    def reason_counts(self, num_all_nodes: int) -> dict[str, int]:
+        if self._statuses is not None:
+            return super().reason_counts(num_all_nodes)
+        counts: dict[str, int] = {}
+        recorded = 0
+        for status, names in self._groups:
+            recorded += len(names)
+            for reason in status.reasons if names else ():
+                counts[reason] = counts.get(reason, 0) + len(names)
+        self._count_absent(counts, num_all_nodes - recorded)
+        return counts
 
 
 # --- errors --------------------------------------------------------------------------------------------

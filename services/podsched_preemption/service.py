@@ -377,7 +377,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         nominations in place), or a stale answer when this copy has since made room for the pod."""
         cluster = self.copy.cluster
         filtered = request.filter_result
-        diagnosis = node_to_status(list(filtered.node_statuses), filtered.absent_status)
+        diagnosis = node_to_status(filtered.node_statuses, filtered.absent_status)
         fit_error = FitError(filtered.num_all_nodes, diagnosis, filtered.pre_filter_message)
         snapshot = cluster.snapshot()
         now = self.clock.time()

@@ -4,7 +4,9 @@ vectorized cycle interns them) or each holds its own."""
 
 from __future__ import annotations
 
+from builders import make_node
 from podsched.framework.interface import NodeToStatus
+from podsched.framework.node_info import NodeInfo
 from podsched.framework.status import Code, Status
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_service.codec import node_to_status, status_groups
@@ -46,3 +48,32 @@ def test_the_groups_decode_to_the_same_statuses() -> None:
     assert {name: (s.code, s.reasons, s.plugin) for name, s in back.statuses.items()} == {
         name: (s.code, s.reasons, s.plugin) for name, s in diagnosis.statuses.items()
     }
+
+
+def test_the_groups_answer_postfilter_as_the_map_does() -> None:
+    """The nodes with each code (snapshot order) and the FitError histogram, read from the groups,
+    are the map's, whatever the absent status; so is each node's status, once a reader asks."""
+    cpu = Status(Code.UNSCHEDULABLE, ["Insufficient cpu"], "NodeResourcesFit")
+    taint = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ["node(s) had untolerated taint"], "TaintToleration")
+    diagnosis = NodeToStatus()
+    for index in range(0, 40, 3):  # every third node left out: those have the absent status
+        diagnosis.statuses[f"n{index}"] = taint if index % 2 else cpu
+    nodes = [NodeInfo(make_node(f"n{index}").obj()) for index in range(40)]
+    for absent in (None, Status(Code.UNSCHEDULABLE, ["narrowed"]), Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ["x"])):
+        diagnosis.absent = absent or Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+        absent_group = (
+            filter_pb2.NodeStatusGroup(code=int(absent.code), reasons=absent.reasons, plugin=absent.plugin)
+            if absent
+            else filter_pb2.NodeStatusGroup()
+        )
+        back = node_to_status(status_groups(diagnosis), absent_group)
+        for code in (Code.UNSCHEDULABLE, Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+            expected = [node.name for node in diagnosis.nodes_with_code(code, nodes)]
+            assert [node.name for node in back.nodes_with_code(code, nodes)] == expected
+        assert back.reason_counts(45) == diagnosis.reason_counts(45)
+        assert {name: status.reasons for name, status in back.statuses.items()} == {
+            name: status.reasons for name, status in diagnosis.statuses.items()
+        }
+        assert [node.name for node in back.nodes_with_code(Code.UNSCHEDULABLE, nodes)] == [
+            node.name for node in diagnosis.nodes_with_code(Code.UNSCHEDULABLE, nodes)
+        ]
