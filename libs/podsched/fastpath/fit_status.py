@@ -29,9 +29,15 @@ def fit_statuses(
 ) -> tuple[I64, list[Status]]:
     """Group the nodes (all failing) by which checks failed (`fails`: the pods check, then one per
     ResourceCheck): (status index per node, statuses)."""
-    pattern = np.zeros(fails[0].size, np.int64)
+    # Each node's pattern packed into the bits just above its checks' (a few bits: a table of every
+    # pattern counts the nodes instead of sorting them), in fit_status's order of patterns.
+    top = len(fails)
+    packed = unresolvable.astype(np.int64) << top
     for k, fail in enumerate(fails):
-        pattern |= fail.astype(np.int64) << k
-    pattern |= unresolvable.astype(np.int64) << _UNRESOLVABLE_BIT
-    unique, inverse = np.unique(pattern, return_inverse=True)
-    return inverse.reshape(-1), [fit_status(int(p), checks) for p in unique.tolist()]
+        packed |= fail.astype(np.int64) << k
+    present = np.bincount(packed, minlength=1 << (top + 1)) > 0
+    used = np.flatnonzero(present)
+    index_of = np.cumsum(present) - 1
+    checks_mask = (1 << top) - 1
+    statuses = [fit_status(p & checks_mask | (p >> top) << _UNRESOLVABLE_BIT, checks) for p in used.tolist()]
+    return index_of[packed], statuses
