@@ -68,8 +68,12 @@ class ColumnDiagnosis(NodeToStatus):
     def nodes_with_code(self, code: Code, all_nodes: Sequence[NodeInfo]) -> list[NodeInfo]:
         if self._statuses is not None or all_nodes is not self._nodes:  # the map may have changed
             return super().nodes_with_code(code, all_nodes)
-        matching = np.array([status.code == code for status in self._distinct], np.bool_)
-        return list(compress(all_nodes, matching[self._status_index].tolist()))
+        matching = [status.code == code for status in self._distinct]
+        if all(matching):  # PostFilter's usual question: every node failed for a reason preemption may help
+            return list(all_nodes)
+        if not any(matching):
+            return []
+        return list(compress(all_nodes, np.array(matching, np.bool_)[self._status_index].tolist()))
 
     def reason_counts(self, num_all_nodes: int) -> dict[str, int]:
         if self._statuses is not None:
