@@ -30,13 +30,13 @@ from podsched.cluster import events as ev
 from podsched.cluster.state import Cluster
 from podsched_proto.events.v1 import events_pb2
 from podsched_service.codec import (
-    decode_change_message,
     event_from_proto,
     mark_version,
     pending_pod_change,
     topics,
 )
 from podsched_service.kafka_log import LogReader
+from podsched_service.restore import restore_change
 from podsched_service.telemetry import process_span, tracing_enabled
 
 log = logging.getLogger(__name__)
@@ -217,8 +217,7 @@ class Replica:
             if self._deferred is not None and self._defer(message):
                 self.cluster.restore_resource_version(version)
                 return
-            change_type, obj, _ = decode_change_message(message)
-            self.cluster.restore(change_type, obj)
+            restore_change(self.cluster, message)
             return
         event = event_from_proto(events_pb2.Event.FromString(record.value))
         recorder = self.cluster.recorder
@@ -260,8 +259,7 @@ class Replica:
         deferred = list(self._deferred.values())
         self._deferred.clear()
         for message in deferred:
-            change_type, obj, _ = decode_change_message(message)
-            self.cluster.restore(change_type, obj)
+            restore_change(self.cluster, message)
         return len(deferred)
 
     async def wait_for(self, version: int, event_sequence: int = -1, timeout: float = 30.0) -> None:

@@ -180,7 +180,11 @@ class NodeAgent:
             grace = pod.spec.termination_grace_period_seconds if grace is None else grace
             self._terminations[pod.uid] = deletion + grace
         else:
-            self._terminations.pop(pod.uid, None)
+            self.forget(pod.uid)
+
+    def forget(self, uid: str) -> None:
+        """No grace period to track for this pod any more (restored as removed, or not terminating)."""
+        self._terminations.pop(uid, None)
 
     def release(self, pod: Pod, finalizer: str) -> Pod | None:
         """Remove one finalizer; a pod being deleted whose grace period is over (terminal, no longer

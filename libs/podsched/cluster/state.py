@@ -250,3 +250,10 @@ class Cluster:
         self.store.restore(change_type, obj)
         if isinstance(obj, Pod):
             self.node_agent.follow(change_type, obj)
+
+    def restore_pod_removal(self, uid: str, namespace: str, name: str, version: int) -> None:
+        """`restore` of a pod's removal from what identifies it, without the pod's last state (which
+        only `keep_history` keeps: such a copy decodes the record and calls `restore`)."""
+        assert not self.store.keep_history, "the history keeps the removed pod's recorded last state"
+        self.store.restore_pod_removal(uid, namespace, name, version)
+        self.node_agent.forget(uid)

@@ -290,25 +290,25 @@ class Store:
     def restore(self, change_type: str, obj: ApiObject) -> None:
         """Apply one change exactly as the binder recorded it: no admission, no events, the recorded
         resource version. Listeners hear the change as if it had happened here."""
+        if isinstance(obj, Pod):
+            if change_type == REMOVED:
+                self.restore_pod_removal(obj.uid, obj.namespace, obj.name, obj.metadata.resource_version)
+                if self.keep_history:
+                    self.history[obj.uid] = obj
+                return
+            self.resource_version = max(self.resource_version, obj.metadata.resource_version)
+            old = self.pods_by_uid.get(obj.uid)
+            same_name = self.pods.get(obj.key)
+            if same_name is not None and same_name.uid != obj.uid:  # never expected: the log removes it first
+                self.store_pod(same_name, None)
+            self.store_pod(old, obj)
+            return
         self.resource_version = max(self.resource_version, obj.metadata.resource_version)
         if change_type == REMOVED:
             # Listeners hear the removal with the deletion's own version, as the binder's did.
             stored = self._stored(obj)
             if stored is not None:
                 stored.metadata.resource_version = obj.metadata.resource_version
-        if isinstance(obj, Pod):
-            old = self.pods_by_uid.get(obj.uid)
-            same_name = self.pods.get(obj.key)
-            if same_name is not None and same_name.uid != obj.uid:  # never expected: the log removes it first
-                self.store_pod(same_name, None)
-            if change_type == REMOVED:
-                if old is not None:
-                    self.store_pod(old, None)
-                if self.keep_history:
-                    self.history[obj.uid] = obj
-            else:
-                self.store_pod(old, obj)
-        elif change_type == REMOVED:
             self.remove(obj.kind, obj.metadata.namespace, obj.metadata.name)
         elif isinstance(obj, Node):
             self.store_node(self.nodes.get(obj.name), obj)
@@ -324,3 +324,17 @@ class Store:
             self.store_pod_group(self.pod_groups.get(obj.key), obj)
         else:
             self.store_workload(self.workloads[obj.kind].get(obj.key), obj)
+
+    def restore_pod_removal(self, uid: str, namespace: str, name: str, version: int) -> None:
+        """`restore` of a pod's removal from what identifies it: the pod removed is the stored one
+        (its recorded last state is not read), so a replica need not decode that record."""
+        self.resource_version = max(self.resource_version, version)
+        old = self.pods_by_uid.get(uid)
+        if old is not None:
+            # Listeners hear the removal with the deletion's own version, as the binder's did.
+            old.metadata.resource_version = version
+        same_name = self.pods.get((namespace, name))
+        if same_name is not None and same_name.uid != uid:  # never expected: the log removes it first
+            self.store_pod(same_name, None)
+        if old is not None:
+            self.store_pod(old, None)

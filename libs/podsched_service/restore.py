@@ -1,0 +1,25 @@
+"""Applying the binder's records (ObjectChange) to a copy of the cluster, decoding no more of a record
+than the change needs. Every replica applies every record it follows, so what is not decoded here is
+saved once per record in each of them."""
+
+from __future__ import annotations
+
+from podsched.api.types import KIND_POD
+from podsched.cluster.state import Cluster
+from podsched_proto.events.v1 import events_pb2
+from podsched_service.codec import decode_change_message
+
+
+def restore_change(cluster: Cluster, record: events_pb2.ObjectChange) -> None:
+    """`cluster.restore` of the change `record` says, as decoding the whole record would apply it.
+
+    A pod's removal is applied from the record's reference (uid, namespace, name) and resource
+    version: the pod removed is the one the copy holds, and its recorded last state, the JSON, is
+    read by nothing but the history of a copy that keeps one (`simulate`'s)."""
+    removal = record.type == events_pb2.ObjectChange.DELETED
+    if removal and record.object.kind == KIND_POD and not cluster.store.keep_history:
+        reference = record.object
+        cluster.restore_pod_removal(reference.uid, reference.namespace, reference.name, record.resource_version)
+        return
+    change_type, obj, _ = decode_change_message(record)
+    cluster.restore(change_type, obj)
