@@ -7,7 +7,7 @@ nominator feed and the column strategy's change tracking, `--nodes` scheduler_pe
 queue service holds it (`--copy queue`: the scheduling queue's feed and the Watch fan-out, the
 scheduling loop popping each pod between its two records) applies the binder's records of `--pods`
 pods: each pod's created record, then its bound record, as `Replica._apply` does (ObjectChange
-parsed, `decode_change_message`, `Cluster.restore` and its listeners); the queue's copy also applies
+parsed, then `restore_change`: decoding, `Cluster.restore` and its listeners); the queue's copy also applies
 each pod's Scheduled event. Each line is one step's CPU per pod, the best of `--rounds`, with the
 services' garbage-collector thresholds; the records are made once, by the binder's own
 `change_message`, before the clock starts.
@@ -38,6 +38,7 @@ from podsched_queue.watch import WatchFanOut
 from podsched_service import gc_tuning
 from podsched_service.clock import SystemClock
 from podsched_service.codec import change_message, decode_change_message, event_from_proto, event_to_proto
+from podsched_service.restore import restore_change
 
 BATCH = 128  # the scheduling loop's batch (PODSCHED_BATCH_SIZE): pods popped between their records
 NOW = 1_764_000_000.0
@@ -114,8 +115,7 @@ def pod_records(nodes: int, pods: int, first_version: int) -> list[tuple[bytes, 
 
 
 def apply(cluster: Cluster, value: bytes) -> None:
-    change_type, obj, _ = decode_change_message(events_pb2.ObjectChange.FromString(value))
-    cluster.restore(change_type, obj)
+    restore_change(cluster, events_pb2.ObjectChange.FromString(value))
 
 
 def decode_only(cluster: Cluster, value: bytes) -> None:

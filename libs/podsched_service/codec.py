@@ -13,7 +13,7 @@ from aiokafka.partitioner import DefaultPartitioner
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from podsched.api import json_text
-from podsched.api.codecs.pod import decode_recorded_pod
+from podsched.api.codecs.pod import decode_recorded_pod, decode_recorded_pod_update
 from podsched.api.errors import ApiError
 from podsched.api.manifests import decode_object, encode_json, parse_timestamp
 from podsched.api.types import KIND_POD, ApiObject, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus
@@ -160,13 +160,17 @@ def pending_pod_change(record: events_pb2.ObjectChange) -> bool:
     )
 
 
-def decode_change_message(record: events_pb2.ObjectChange) -> tuple[str, ApiObject, int]:
+def decode_change_message(record: events_pb2.ObjectChange, held: Pod | None = None) -> tuple[str, ApiObject, int]:
     """`decode_change` of a parsed ObjectChange. The record is the binder's, so a pod's JSON is
     decoded as the binder validated it (`decode_recorded_pod`), without checking it again; the
-    first pod of each spec, and every other kind, go through `decode_object`."""
+    first pod of each spec, and every other kind, go through `decode_object`. `held`: the pod as a
+    replica's copy holds it, decoded from an earlier record of it and changed by nothing since;
+    what of it the record leaves as it was is taken from it (`decode_recorded_pod_update`)."""
     document = json_text.loads(record.object_json)
     if record.object.kind == KIND_POD:
-        pod = decode_recorded_pod(document)
+        pod = None if held is None else decode_recorded_pod_update(document, held)
+        if pod is None:
+            pod = decode_recorded_pod(document)
         if pod is not None:
             pod.metadata.resource_version = record.resource_version
             return _CHANGE_NAMES[record.type], pod, record.resource_version

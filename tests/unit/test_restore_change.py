@@ -1,5 +1,5 @@
-"""`restore_change`, which applies a record decoding no more of it than the change needs, leaves a copy
-of the cluster exactly as decoding every record whole and calling `Cluster.restore` does: the same
+"""`restore_change`, which applies a record decoding no more of it than the change needs, leaves a
+copy of the cluster exactly as decoding every record whole and calling `Cluster.restore` does: the same
 pods, nodes' pods, nominations, grace periods and resource version, and the listeners hear the same
 changes with the same objects, on random pod lifecycles (created, failed attempts, nominated, bound,
 labelled, terminating, deleted, created again under the same name) of which any record may be
@@ -51,7 +51,10 @@ def records(plan: list[tuple[int, str, str, bool]]) -> list[events_pb2.ObjectCha
             if action != "create":
                 continue
             generation += 1
-            pod = make_pod(f"p{index}").uid(f"uid-{index}-{generation}").req(cpu="100m").grace(30).obj()
+            builder = make_pod(f"p{index}").uid(f"uid-{index}-{generation}").req(cpu="100m").grace(30)
+            if index % 2:  # a spec with more in it: maps and lists the replica must not share
+                builder.label("app", "a").priority(10).node_selector(zone="z").toleration("k", "v", "NoSchedule")
+            pod = builder.obj()
             changes.append((ADDED, pod, compacted))
         elif action == "delete":
             changes.append((REMOVED, pod, compacted))

@@ -159,6 +159,27 @@ def decode_recorded_meta(manifest: dict[str, Any]) -> ObjectMeta:
     )
 
 
+def recorded_meta_again(held: ObjectMeta, version: int) -> ObjectMeta:
+    """`decode_recorded_meta` of a later record of an object whose metadata JSON is, apart from
+    resourceVersion, the JSON `held` was decoded from: `held`'s fields with `version`, and labels and
+    annotations of its own (nothing mutable is shared between the two)."""
+    return ObjectMeta(
+        name=held.name,
+        namespace=held.namespace,
+        uid=held.uid,
+        labels=dict(held.labels),
+        annotations=dict(held.annotations),
+        creation_timestamp=held.creation_timestamp,
+        deletion_timestamp=held.deletion_timestamp,
+        deletion_grace_period_seconds=held.deletion_grace_period_seconds,
+        resource_version=version,
+        generation=held.generation,
+        generate_name=held.generate_name,
+        owner_references=held.owner_references,
+        finalizers=held.finalizers,
+    )
+
+
 def _owner_references(metadata: Mapping[str, Any]) -> tuple[OwnerReference, ...]:
     path = "ObjectMeta.metadata"
     return tuple(

@@ -26,7 +26,7 @@ from podsched.api.codecs.fields import (
     timestamp_text,
     typed_field,
 )
-from podsched.api.codecs.meta import decode_meta, decode_recorded_meta
+from podsched.api.codecs.meta import decode_meta, decode_recorded_meta, recorded_meta_again
 from podsched.api.codecs.quantities import canonical_list, parse_quantities, render_quantity
 from podsched.api.codecs.selectors import (
     decode_label_selector,
@@ -460,6 +460,50 @@ def decode_recorded_pod(manifest: dict[str, Any]) -> Pod | None:
     return Pod(
         metadata,
         _spec_from_template(cached[0], spec.get("nodeName") or ""),
+        PodStatus(
+            phase=get("phase") or POD_PENDING,
+            nominated_node_name=get("nominatedNodeName") or "",
+            start_time=None if started is None else parse_timestamp(started),
+            conditions=tuple(_recorded_condition(c) for c in conditions) if conditions else (),
+            reason=get("reason") or "",
+            message=get("message") or "",
+        ),
+        source=manifest,
+    )
+
+
+def decode_recorded_pod_update(manifest: dict[str, Any], held: Pod) -> Pod | None:
+    """`decode_recorded_pod` of a later record of the pod `held`, which was decoded from an earlier
+    record (its `source`) and not changed since: a replica's copy, which only the log changes. A
+    pod's updates (a failed attempt, a nomination, the binding, the termination) rarely change
+    its metadata and change its spec only in nodeName: a part whose JSON is what `held` was decoded
+    from (apart from resourceVersion and nodeName) is taken from `held`, not decoded again; the
+    status, and metadata that changed, are decoded. None when the spec changed otherwise: the
+    caller decodes the record whole (the manifest is left as it came).
+
+    `tests/unit/test_restore_change.py` checks with hypothesis that it gives what decoding the
+    record whole gives."""
+    previous = held.source
+    metadata = manifest["metadata"]
+    spec = manifest["spec"]
+    previous_metadata = previous.get("metadata")
+    previous_spec = previous.get("spec")
+    if not isinstance(previous_metadata, dict) or not isinstance(previous_spec, dict):
+        return None
+    if {**spec, "nodeName": None} != {**previous_spec, "nodeName": None}:
+        return None
+    version = metadata.get("resourceVersion")
+    if {**metadata, "resourceVersion": None} == {**previous_metadata, "resourceVersion": None}:
+        decoded_metadata = recorded_meta_again(held.metadata, int(version) if version else 0)
+    else:
+        decoded_metadata = decode_recorded_meta(manifest)  # a termination, a label changed...
+    status = manifest.get("status") or {}
+    get = status.get
+    started = get("startTime")
+    conditions = get("conditions")
+    return Pod(
+        decoded_metadata,
+        _spec_from_template(held.spec, spec.get("nodeName") or ""),
         PodStatus(
             phase=get("phase") or POD_PENDING,
             nominated_node_name=get("nominatedNodeName") or "",
