@@ -6,14 +6,23 @@ observed counts in incompletePodGroupPods. Each case names the upstream function
 
 from __future__ import annotations
 
-from builders import make_pod
+from builders import make_node, make_pod
 from clocks import FakeClock
-from podsched.api.types import DISRUPTION_MODE_SINGLE, SCHEDULING_POLICY_GANG, ObjectMeta, Pod, PodGroup
+from podsched.api.types import (
+    DISRUPTION_MODE_SINGLE,
+    KIND_POD_GROUP,
+    SCHEDULING_POLICY_GANG,
+    ObjectMeta,
+    Pod,
+    PodGroup,
+)
+from podsched.config.scheduler_config import SchedulerConfig
 from podsched.framework.status import Code
 from podsched.plugins import names
 from podsched.plugins.gang_scheduling import GangScheduling
 from podsched.queue import scheduling_queue as sq
 from podsched.scheduler.driver import PodGroupMember, ScheduleOneDriver
+from podsched.simulator.engine import Simulator
 
 START = 1_000.0
 GROUP = "trainers"
@@ -270,3 +279,107 @@ def test_a_group_with_every_pod_placed_ends_its_attempt_at_the_decision_before_i
     assert cluster.queue.location(latest.uid) == sq.PENDING, "the second attempt is still in flight"
     cluster.driver.add_attempted_pod_group_if_needed("default", GROUP, Code.UNSCHEDULABLE, rejected(second))
     assert cluster.locations(late, later, latest) == [sq.BACKOFF] * 3
+
+
+# --- the PodGroup deleted (DeletePodGroup) -----------------------------------------------------------
+
+
+class GangCluster:
+    """A queue behind GangScheduling's PreEnqueue, the PodGroups and pods as the scheduler sees
+    them, fed through the cluster feed's calls."""
+
+    def __init__(self, clock: FakeClock, min_count: int = 2) -> None:
+        self.groups: dict[tuple[str, str], PodGroup] = {}
+        self.pods: dict[str, Pod] = {}
+        gang = GangScheduling(
+            lambda namespace, name: self.groups.get((namespace, name)),
+            lambda namespace, name: sum(
+                1 for p in self.pods.values() if (p.namespace, p.spec.pod_group_name) == (namespace, name)
+            ),
+        )
+        self.queue = sq.SchedulingQueue(clock, pre_enqueue=gang.pre_enqueue)
+        self.driver = ScheduleOneDriver(self.queue, self.pods.get)
+        self.min_count = min_count
+
+    def add_group(self) -> None:
+        self.groups[("default", GROUP)] = PodGroup(
+            ObjectMeta(name=GROUP, namespace="default"), SCHEDULING_POLICY_GANG, self.min_count, DISRUPTION_MODE_SINGLE
+        )
+        self.queue.group_changed("default", GROUP)
+
+    def delete_group(self) -> None:
+        del self.groups[("default", GROUP)]
+        self.queue.pod_group_deleted("default", GROUP)
+
+    def add(self, pod: Pod) -> None:
+        self.pods[pod.uid] = pod
+        self.queue.add(pod)
+
+
+def test_a_deleted_pod_groups_queued_pods_become_incomplete_until_it_is_observed_again() -> None:
+    # DeletePodGroup: the group's entity leaves backoffQ and its pods go to incompletePodGroupPods,
+    # so nothing schedules them as pods of no group; AddPodGroup brings them back (addPodGroupMember,
+    # PreEnqueue on the way).
+    clock = FakeClock(START)
+    cluster = GangCluster(clock)
+    cluster.add_group()
+    pods = [worker("w-0"), worker("w-1")]
+    for pod in pods:
+        cluster.add(pod)
+    infos = [cluster.queue.pop(), *cluster.queue.take_group_members("default", GROUP)]
+    cluster.driver.add_attempted_pod_group_if_needed(
+        "default", GROUP, Code.UNSCHEDULABLE, rejected([i for i in infos if i is not None])
+    )
+    assert [cluster.queue.location(p.uid) for p in pods] == [sq.BACKOFF] * 2
+    cluster.delete_group()
+    counts = cluster.queue.pending_counts()
+    assert (counts[sq.INCOMPLETE], counts[sq.BACKOFF]) == (2, 0)
+    clock.now += 20
+    assert cluster.queue.pop() is None and cluster.queue.flush_unschedulable_leftover() == 0
+    assert cluster.queue.on_event(sq.NODE_ADD) == 0
+    cluster.add_group()
+    counts = cluster.queue.pending_counts()
+    assert (counts[sq.INCOMPLETE], counts[sq.ACTIVE]) == (0, 2)
+
+
+def test_a_pod_group_deleted_while_in_flight_sends_its_late_and_returning_pods_to_incomplete() -> None:
+    # DeletePodGroup while the group is the last popped entity: its pendingPodGroupPods go to
+    # incompletePodGroupPods, and the cycle's pods, back through the failure handler, find no root
+    # (addPodGroupMember) and follow them.
+    clock = FakeClock(START)
+    cluster = GangCluster(clock)
+    cluster.add_group()
+    pods = [worker("w-0"), worker("w-1")]
+    for pod in pods:
+        cluster.add(pod)
+    infos = [cluster.queue.pop(), *cluster.queue.take_group_members("default", GROUP)]
+    late = worker("w-2")
+    cluster.add(late)
+    assert cluster.queue.location(late.uid) == sq.PENDING
+    cluster.delete_group()
+    assert cluster.queue.pending_counts()[sq.INCOMPLETE] == 1
+    cluster.driver.add_attempted_pod_group_if_needed(
+        "default", GROUP, Code.UNSCHEDULABLE, rejected([i for i in infos if i is not None])
+    )
+    counts = cluster.queue.pending_counts()
+    assert (counts[sq.INCOMPLETE], counts[sq.BACKOFF], counts[sq.PENDING]) == (3, 0, 0)
+
+
+def test_simulate_binds_no_pod_of_a_deleted_pod_group() -> None:
+    # A rejected gang whose PodGroup is deleted while it backs off: upstream's pods wait in
+    # incompletePodGroupPods, so the room that comes later binds none of them as pods of no group.
+    sim = Simulator(SchedulerConfig(feature_gates=(("GenericWorkload", True),)))
+    sim.cluster.apply(make_node("n1").capacity(cpu="1", memory="8Gi", pods=10).obj())
+    sim.cluster.apply(
+        PodGroup(ObjectMeta(name=GROUP, namespace="default"), SCHEDULING_POLICY_GANG, 2, DISRUPTION_MODE_SINGLE)
+    )
+    pods = [worker(f"w-{i}") for i in range(2)]
+    for pod in pods:
+        sim.cluster.apply(pod)
+    assert sim.schedule_one() is not None
+    assert [sim.queue.location(p.uid) for p in pods] == [sq.BACKOFF] * 2
+    sim.cluster.delete(KIND_POD_GROUP, "default", GROUP)
+    sim.cluster.apply(make_node("n2").capacity(cpu="1", memory="8Gi", pods=10).obj())
+    sim.run_until_quiescent()
+    assert [p["spec"].get("nodeName", "") for p in sim.result()["pods"]] == ["", ""]
+    assert sim.queue.pending_counts()[sq.INCOMPLETE] == 2

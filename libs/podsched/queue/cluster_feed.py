@@ -42,6 +42,10 @@ def queue_feed(queue: sq.SchedulingQueue) -> Callable[[Change], None]:
                 assert group is not None
                 # GangScheduling's PodGroup Add/Update events: its held or rejected pods may go now.
                 queue.group_changed(group.metadata.namespace, group.metadata.name)
+            elif change.kind == KIND_POD_GROUP:
+                group = change.old
+                assert group is not None
+                queue.pod_group_deleted(group.metadata.namespace, group.metadata.name)
             return
         old, new = change.old, change.new
         assert old is None or isinstance(old, Pod)

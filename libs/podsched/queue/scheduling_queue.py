@@ -196,6 +196,8 @@ class SchedulingQueue:
         self._in_flight_pod_groups: dict[tuple[str, str], set[str]] = {}
         self._last_popped_uid = ""
         self._pending_pod_group_pods: dict[tuple[str, str], list[str]] = {}
+        # In-flight groups whose PodGroup was deleted meanwhile: their pods come back incomplete.
+        self._pod_groups_deleted_in_flight: set[tuple[str, str]] = set()
         # The plugins' EventsToRegister: which events may make a pod a plugin rejected schedulable.
         self.queueing_hints = queueing_hints if queueing_hints is not None else default_queueing_hints()
         self.initial_backoff = initial_backoff
@@ -412,6 +414,7 @@ class SchedulingQueue:
         if popped is None or (attempted is not None and popped.isdisjoint(attempted)):
             return []
         del self._in_flight_pod_groups[key]
+        self._pod_groups_deleted_in_flight.discard(key)
         uids = self._pending_pod_group_pods.pop(key, [])
         return [self._infos[uid] for uid in uids if self._where.get(uid) == PENDING]
 
@@ -419,11 +422,50 @@ class SchedulingQueue:
         """The PreEnqueue status holding the pod out of the active queue, if one does."""
         return self._gated.get(uid)
 
+    def pod_group_deleted(self, namespace: str, name: str) -> int:
+        """DeletePodGroup: the group's queued pods (in activeQ, backoffQ or the pool) and those
+        waiting for it in flight (pendingPodGroupPods) leave the queue for incompletePodGroupPods,
+        where nothing schedules them until a PodGroup of that name is observed (`group_changed`);
+        its pods in flight follow when they come back. Returns how many pods became incomplete."""
+        if self.pre_enqueue is None:
+            return 0
+        key = (namespace, name)
+        if key in self._in_flight_pod_groups:
+            self._pod_groups_deleted_in_flight.add(key)
+        self._pending_pod_group_pods.pop(key, None)
+        moved = 0
+        for uid in sorted(self._group_members.get(key, ()), key=self._first_seen.__getitem__):
+            if self._where.get(uid) in (ACTIVE, BACKOFF, UNSCHEDULABLE, PENDING):
+                self._make_incomplete(self._infos[uid])
+                moved += 1
+        return moved
+
+    def _make_incomplete(self, info: QueuedPodInfo) -> None:
+        """Into incompletePodGroupPods: here, held in the pool by GangScheduling's PreEnqueue status
+        for a missing PodGroup, out of any queue's order."""
+        uid = info.pod.uid
+        name = info.pod.spec.pod_group_name
+        assert name is not None
+        self._entry_seq.pop(uid, None)
+        self._awaiting_preemption.discard(uid)
+        info.group_backoff_expiry = None
+        self._gate_or_activate(info, Status.unresolvable(GANG_SCHEDULING, waiting_for_pod_group(name)))
+
+    def _back_into_deleted_pod_group(self, info: QueuedPodInfo) -> bool:
+        """A pod of an in-flight group whose PodGroup was deleted meanwhile comes back: as upstream's
+        addPodGroupMember finds no root for it, it becomes incomplete. Returns whether it did."""
+        name = info.pod.spec.pod_group_name
+        if name is None or (info.pod.namespace, name) not in self._pod_groups_deleted_in_flight:
+            return False
+        self._make_incomplete(info)
+        return True
+
     def group_changed(self, namespace: str, name: str) -> int:
         """The group or its set of pods changed (a pod of it added, the PodGroup added or its
         minCount changed): PreEnqueue runs again for its gated pods. Returns how many it admitted."""
         if self.pre_enqueue is None:
             return 0
+        self._pod_groups_deleted_in_flight.discard((namespace, name))
         admitted = 0
         pre_enqueue = self.pre_enqueue
         verdict: tuple[Status | None] | None = None  # PreEnqueue's answer depends on the group only
@@ -620,7 +662,8 @@ class SchedulingQueue:
         info.attempts -= 1
         if info.attempts == 0:
             info.initial_attempt_timestamp = None
-        self._push_active(info)
+        if not self._back_into_deleted_pod_group(info):
+            self._push_active(info)
         self._pod_group_landed(info.pod, requeued_now=False)
 
     def done(self, uid: str) -> None:
@@ -681,6 +724,7 @@ class SchedulingQueue:
                 self._place(uid, UNSCHEDULABLE)
         # A pod of a group backed off alone (its group's write failed): the last one ends the
         # group's attempt.
+        self._back_into_deleted_pod_group(info)
         self._pod_group_landed(info.pod, requeued_now=True)
         return self._where[uid]
 
@@ -720,6 +764,11 @@ class SchedulingQueue:
             if len(events) > len(missed):  # every pod of the group was popped together
                 missed = events
         together: set[str] = set().union(*(rejectors for _, rejectors, _ in live))
+        if (namespace, name) in self._pod_groups_deleted_in_flight:
+            for info, _, _ in live:
+                self._make_incomplete(info)
+            self._end_pod_group_attempt(namespace, name, [info.pod.uid for info, _, _ in failed])
+            return UNSCHEDULABLE if live else ""
         pending = self._end_pod_group_attempt(namespace, name, [info.pod.uid for info, _, _ in failed])
         live += [(info, together, info.last_failure_message) for info in pending]
         if not live:
@@ -814,6 +863,8 @@ class SchedulingQueue:
         if uid not in self._infos:
             return  # deleted while in flight
         self._in_flight.forget(uid)
+        if self._back_into_deleted_pod_group(info):
+            return
         info.last_failure_message = message
         info.unschedulable_plugins = set(rejector_plugins)
         info.consecutive_errors = 0
