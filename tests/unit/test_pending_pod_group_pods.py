@@ -383,3 +383,48 @@ def test_simulate_binds_no_pod_of_a_deleted_pod_group() -> None:
     sim.run_until_quiescent()
     assert [p["spec"].get("nodeName", "") for p in sim.result()["pods"]] == ["", ""]
     assert sim.queue.pending_counts()[sq.INCOMPLETE] == 2
+
+
+def test_a_rejected_gang_short_of_min_count_when_it_comes_back_waits_gated_for_a_new_pod() -> None:
+    # AddAttemptedPodGroupIfNeeded -> moveToBackoffQ runs the PreEnqueue plugins on the group
+    # (SchedulerPopFromBackoffQ): a gang whose pod was deleted during its cycle is short of minCount
+    # and waits gated in unschedulableEntities, not retried on its backoff; a new pod of it
+    # (GangScheduling's UnscheduledPodAdd) lets it in, to backoffQ while its backoff runs.
+    clock = FakeClock(START)
+    cluster = GangCluster(clock, min_count=3)
+    cluster.add_group()
+    pods = [worker("w-0"), worker("w-1"), worker("w-2")]
+    for pod in pods:
+        cluster.add(pod)
+    infos = [cluster.queue.pop(), *cluster.queue.take_group_members("default", GROUP)]
+    gone = pods.pop()
+    del cluster.pods[gone.uid]
+    cluster.queue.delete(gone)
+    failed = [i for i in infos if i is not None and i.pod.uid != gone.uid]
+    cluster.driver.add_attempted_pod_group_if_needed("default", GROUP, Code.UNSCHEDULABLE, rejected(failed))
+    assert [cluster.queue.location(p.uid) for p in pods] == [sq.UNSCHEDULABLE] * 2
+    assert cluster.queue.pending_counts()[sq.GATED] == 2
+    clock.now += 30
+    assert cluster.queue.pop() is None and cluster.queue.on_event(sq.NODE_ADD) == 0
+    assert cluster.queue.flush_unschedulable_leftover() == 0
+    cluster.add(worker("w-3"))
+    assert cluster.queue.pending_counts()[sq.ACTIVE] == 3, "its 1 s backoff is over"
+
+
+def test_a_gang_let_in_while_its_backoff_runs_goes_to_backoff() -> None:
+    clock = FakeClock(START)
+    cluster = GangCluster(clock, min_count=3)
+    cluster.add_group()
+    pods = [worker("w-0"), worker("w-1"), worker("w-2")]
+    for pod in pods:
+        cluster.add(pod)
+    infos = [cluster.queue.pop(), *cluster.queue.take_group_members("default", GROUP)]
+    gone = pods.pop()
+    del cluster.pods[gone.uid]
+    cluster.queue.delete(gone)
+    failed = [i for i in infos if i is not None and i.pod.uid != gone.uid]
+    cluster.driver.add_attempted_pod_group_if_needed("default", GROUP, Code.UNSCHEDULABLE, rejected(failed))
+    late = worker("w-3")
+    cluster.add(late)
+    assert [cluster.queue.location(p.uid) for p in (*pods, late)] == [sq.BACKOFF] * 3
+    assert cluster.queue.next_backoff_expiry() == START + 2

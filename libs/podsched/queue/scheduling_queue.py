@@ -366,11 +366,15 @@ class SchedulingQueue:
                 self._place(uid, UNSCHEDULABLE)
                 return True
             expiry = self._group_backoff_expiry(info.pod)
+            if expiry is None:
+                expiry = info.group_backoff_expiry  # its group was gated when it came back rejected
             if expiry is not None and expiry > self.clock():
-                # The group entity is in backoffQ: a pod added to it waits there with it.
+                # The group entity is in backoffQ, or backs off still: a pod added to it waits
+                # there with it (requeueEntityWithQueueingStrategy, queueAfterBackoff).
                 info.group_backoff_expiry = expiry
                 self._push_backoff(info)
             else:
+                info.group_backoff_expiry = None
                 self._push_active(info)
             return True
         self._gated[uid] = status
@@ -385,12 +389,15 @@ class SchedulingQueue:
         return False
 
     def _group_backoff_expiry(self, pod: Pod) -> float | None:
-        """The backoff expiry of the pod's group while another pod of it waits in backoffQ."""
+        """The backoff expiry of the pod's group while another pod of it waits in backoffQ, or
+        gated in the pool after the group came back rejected (`add_attempted_pod_group`)."""
         if pod.spec.pod_group_name is None:
             return None
         for uid in self._group_members.get((pod.namespace, pod.spec.pod_group_name), ()):
             other = self._infos.get(uid)
-            if uid != pod.uid and other is not None and self._where.get(uid) == BACKOFF:
+            if uid == pod.uid or other is None:
+                continue
+            if self._where.get(uid) == BACKOFF or (uid in self._gated and other.group_backoff_expiry is not None):
                 return other.group_backoff_expiry
         return None
 
@@ -785,6 +792,10 @@ class SchedulingQueue:
         backing_off = expiry > now
         if preempting:
             return self._park_awaiting_preemption(live, expiry if backing_off else None, missed)
+        # moveToBackoffQ and moveToActiveQ run PreEnqueue on the group (SchedulerPopFromBackoffQ):
+        # a gang short of minCount (its pods deleted meanwhile) waits gated in the pool until
+        # GangScheduling's events let it in (`group_changed`), to backoffQ while it backs off.
+        gate = self.pre_enqueue(live[0][0].pod) if self.pre_enqueue is not None else None
         for info, rejector_plugins, message in live:
             # Each pod's own Timestamp, refreshed in the order the failure handler saw them (the
             # group's next cycle takes its pods in that order).
@@ -793,12 +804,15 @@ class SchedulingQueue:
             info.last_failure_message = message
             info.unschedulable_plugins = set(rejector_plugins)
             info.consecutive_errors = params.consecutive_errors
-            if backing_off:
-                info.group_backoff_expiry = expiry
+            info.group_backoff_expiry = expiry if backing_off else None
+            if gate is not None:
+                self._gate_or_activate(info, gate)
+            elif backing_off:
                 self._push_backoff(info)
             else:
-                info.group_backoff_expiry = None
                 self._push_active(info)
+        if gate is not None:
+            return UNSCHEDULABLE
         return BACKOFF if backing_off else ACTIVE
 
     def _park_awaiting_preemption(
