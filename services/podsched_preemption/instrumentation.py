@@ -55,10 +55,17 @@ class PostFilterTelemetry:
         """A PostFilterRun answered with this many decisions."""
         RUN_PODS.observe(decisions)
 
-    @contextlib.contextmanager
-    def run_cycle(self, carrier: Mapping[str, str]) -> Iterator[None]:
+    def run_cycle(self, carrier: Mapping[str, str]) -> contextlib.AbstractContextManager[None]:
         """A "preemption run cycle" span for a pod decided after a run's first, in the pod's own trace
-        (the context the queue sent with it)."""
+        (the context the queue sent with it). With tracing off, none: the hooks inside annotate the
+        request's span, which records nothing either (a span per pod that records nothing was 3 % of
+        the service's samples in PreemptionBasic)."""
+        if not telemetry.tracing_enabled():
+            return contextlib.nullcontext()
+        return self._run_cycle_span(carrier)
+
+    @contextlib.contextmanager
+    def _run_cycle_span(self, carrier: Mapping[str, str]) -> Iterator[None]:
         parent = telemetry.context_from_carrier(carrier)
         with telemetry.tracer().start_as_current_span("preemption run cycle", context=parent):
             yield
