@@ -70,6 +70,16 @@ class QueuedPodInfo:
         return self.pod_info.pod.priority
 
 
+def pod_group_member_pods_order(info: QueuedPodInfo) -> tuple[int, int, float, int, str]:
+    """upstream's PodGroupMemberPodsOrderingFunc as a sort key: the order in which a pod group's
+    pods are tried in its cycle. Higher priority first; then more attempts first (a pod's
+    Timestamp is refreshed after every cycle, so the attempts, not the queue time, say which pods
+    the group has tried longest); then the earlier queue time (`stamp` as in PrioritySort: the
+    later of two pods re-added at one simulated instant has the later Timestamp on a moving
+    clock); then the pod's name, upstream's tie-break for equal timestamps."""
+    return (-info.priority, -info.attempts, info.timestamp, info.stamp, info.pod.name)
+
+
 @dataclass(slots=True)
 class PodGroupQueueingParams:
     """The QueueingParams of upstream's QueuedPodGroupInfo that decide a rejected group's backoff:
@@ -493,9 +503,9 @@ class SchedulingQueue:
     def take_group_members(self, namespace: str, name: str) -> list[QueuedPodInfo]:
         """Pop the group's other queued pods (active, backing off or unschedulable, not gated) to
         schedule them with the one just popped: upstream pops a pod group as one entity. Each is in
-        flight with one more attempt; returned in queue order. The group is in flight until its
-        attempt ends (`add_attempted_pod_group`, `add_pending_pod_group_pods_after_success`, or its
-        last pod leaving flight otherwise)."""
+        flight with one more attempt; returned in the group's order (`pod_group_member_pods_order`).
+        The group is in flight until its attempt ends (`add_attempted_pod_group`,
+        `add_pending_pod_group_pods_after_success`, or its last pod leaving flight otherwise)."""
         taken: list[QueuedPodInfo] = []
         members = self._group_members.get((namespace, name), set())
         for uid in members:
@@ -508,7 +518,7 @@ class SchedulingQueue:
         if self._last_popped_uid in members and self._where.get(self._last_popped_uid) == IN_FLIGHT:
             popped.add(self._last_popped_uid)
         self._in_flight_pod_groups[(namespace, name)] = popped
-        taken.sort(key=lambda i: (-i.priority, i.timestamp, i.stamp))
+        taken.sort(key=pod_group_member_pods_order)
         return taken
 
     def update(self, old: Pod, new: Pod) -> None:

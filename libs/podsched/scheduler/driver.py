@@ -147,11 +147,12 @@ class ScheduleOneDriver:
         return pod
 
     def skip_pod_group_pod_schedule(self, infos: Iterable[sq.QueuedPodInfo]) -> list[tuple[sq.QueuedPodInfo, Pod]]:
-        """skipPodGroupPodSchedule over a popped group's pods: those still to schedule, in queue
-        order (priority, then queue time), each with its pod as stored now. Pods deleted, being
-        deleted or bound meanwhile drop out, and the queue is done with them."""
+        """skipPodGroupPodSchedule over a popped group's pods: those still to schedule, in the
+        group's order (PodGroupMemberPodsOrderingFunc: priority, then attempts, then queue time),
+        each with its pod as stored now. Pods deleted, being deleted or bound meanwhile drop out,
+        and the queue is done with them."""
         queued: list[tuple[sq.QueuedPodInfo, Pod]] = []
-        for info in sorted(infos, key=lambda i: (-i.priority, i.timestamp, i.stamp)):
+        for info in sorted(infos, key=sq.pod_group_member_pods_order):
             pod = self.pod_of(info.pod.uid)
             if pod is None or pod.spec.node_name or pod.metadata.deletion_timestamp is not None:
                 self.queue.done(info.pod.uid)
