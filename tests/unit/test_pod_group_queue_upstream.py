@@ -1,6 +1,7 @@
 """The scheduling queue's handling of a pod group where it follows one named upstream function
 (kube-scheduler v1.37: pkg/scheduler/framework/types.go and pkg/scheduler/backend/queue/
-scheduling_queue.go): the order of a group's pods in its cycle."""
+scheduling_queue.go): the order of a group's pods in its cycle, and PreEnqueue on a group coming
+back from its asynchronous preemption."""
 
 from __future__ import annotations
 
@@ -128,3 +129,51 @@ def test_a_groups_cycle_tries_its_leftover_pods_before_a_pod_that_joined_it_untr
 
     cycle = cluster.driver.skip_pod_group_pod_schedule(cluster.pop_group())
     assert [(info.pod.name, info.attempts) for info, _ in cycle] == [("w-1", 2), ("w-2", 2), ("w-3", 1)]
+
+
+# --- PreEnqueue on a group coming back from its preemption (moveToActiveQ, moveToBackoffQ) -----------
+
+
+def preempting_gang(clock: FakeClock) -> tuple[GangCluster, list[Pod]]:
+    """A gang of two (minCount 2) whose cycle started an asynchronous preemption: it waits in the
+    pool, gated by DefaultPreemption, until an assigned pod's deletion."""
+    cluster = GangCluster(clock, min_count=2)
+    pods = [worker("w-0"), worker("w-1")]
+    for pod in pods:
+        cluster.add(pod)
+    rejectors = frozenset({names.GANG_SCHEDULING, names.NODE_RESOURCES_FIT})
+    members = [PodGroupMember(info, False, "0/1 nodes are available", rejectors) for info in cluster.pop_group()]
+    cluster.driver.add_attempted_pod_group_if_needed("default", GROUP, Code.UNSCHEDULABLE, members, preempting=True)
+    assert cluster.locations(*pods) == [sq.UNSCHEDULABLE] * 2
+    return cluster, pods
+
+
+def test_a_preempting_gang_short_of_min_count_when_its_victim_goes_waits_gated_by_gang_scheduling() -> None:
+    # requeueEntityWithQueueingStrategy -> moveToBackoffQ / moveToActiveQ -> runPreEnqueuePlugins: the
+    # gating plugin (DefaultPreemption) passes once the preemption is over, then every other
+    # PreEnqueue plugin runs; GangScheduling's refuses a gang whose pod was deleted meanwhile, and
+    # the group stays in unschedulableEntities with GangScheduling as its gating plugin.
+    clock = FakeClock(START)
+    cluster, pods = preempting_gang(clock)
+    cluster.delete(pods[1])
+    clock.now += 10
+    assert cluster.queue.on_event(sq.ASSIGNED_POD_DELETE) == 0
+    assert cluster.locations(pods[0]) == [sq.UNSCHEDULABLE]
+    status = cluster.queue.gated_status(pods[0].uid)
+    assert status is not None and status.plugin == names.GANG_SCHEDULING
+    assert cluster.queue.pending_counts()[sq.GATED] == 1
+    assert cluster.queue.pop() is None
+
+    # GangScheduling's UnscheduledPodAdd: a new pod completes minCount and lets the group in.
+    late = worker("w-2")
+    cluster.add(late)
+    assert cluster.locations(pods[0], late) == [sq.ACTIVE] * 2
+
+
+def test_a_preempting_gang_with_its_pods_when_its_victim_goes_is_let_in() -> None:
+    clock = FakeClock(START)
+    cluster, pods = preempting_gang(clock)
+    clock.now += 10
+    assert cluster.queue.on_event(sq.ASSIGNED_POD_DELETE) == 2
+    assert cluster.locations(*pods) == [sq.ACTIVE] * 2
+    assert cluster.queue.gated_status(pods[0].uid) is None

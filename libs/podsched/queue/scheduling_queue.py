@@ -869,11 +869,19 @@ class SchedulingQueue:
 
     def _release_awaiting_group(self, pod: Pod) -> int:
         """Move a parked group out of the pool as one entity (requeueEntityWithQueueingStrategy with
-        queueAfterBackoff: backoffQ while the group backs off, else activeQ; PreEnqueue passes now
-        that the preemption has finished). Returns how many pods moved."""
+        queueAfterBackoff: backoffQ while the group backs off, else activeQ). moveToActiveQ and
+        moveToBackoffQ run every PreEnqueue plugin on the way: DefaultPreemption's passes now that
+        the preemption has finished, and GangScheduling's holds back a gang short of minCount (a
+        pod of it deleted meanwhile), which then waits gated in the pool until its group changes
+        (`group_changed`). Returns how many pods moved (none when PreEnqueue held them back)."""
         group = self._awaiting_group(pod)
         for info in group:
             self._awaiting_preemption.discard(info.pod.uid)
+        gate = self._pre_enqueue_status(group[0].pod) if group else None
+        if gate is not None:
+            for info in group:
+                self._gate_or_activate(info, gate)
+            return 0
         for info in group:
             self._requeue(info)
         return len(group)
