@@ -1,7 +1,7 @@
 """The scheduling queue's handling of a pod group where it follows one named upstream function
 (kube-scheduler v1.37: pkg/scheduler/framework/types.go and pkg/scheduler/backend/queue/
-scheduling_queue.go): the order of a group's pods in its cycle, and PreEnqueue on a group coming
-back from its asynchronous preemption."""
+scheduling_queue.go): the order of a group's pods in its cycle, PreEnqueue on a group coming back
+from its asynchronous preemption, and Activate."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ class GangCluster:
     """A queue behind GangScheduling's PreEnqueue, with the PodGroups and pods as the scheduler sees
     them and the driver that ends each pod-group cycle."""
 
-    def __init__(self, clock: FakeClock, min_count: int) -> None:
+    def __init__(self, clock: FakeClock, min_count: int, observed: bool = True) -> None:
         self.clock = clock
         self.groups: dict[tuple[str, str], PodGroup] = {}
         self.pods: dict[str, Pod] = {}
@@ -43,9 +43,10 @@ class GangCluster:
         )
         self.queue = sq.SchedulingQueue(clock, pre_enqueue=gang.pre_enqueue)
         self.driver = ScheduleOneDriver(self.queue, self.pods.get)
-        self.groups[("default", GROUP)] = PodGroup(
-            ObjectMeta(name=GROUP, namespace="default"), SCHEDULING_POLICY_GANG, min_count, DISRUPTION_MODE_SINGLE
-        )
+        if observed:
+            self.groups[("default", GROUP)] = PodGroup(
+                ObjectMeta(name=GROUP, namespace="default"), SCHEDULING_POLICY_GANG, min_count, DISRUPTION_MODE_SINGLE
+            )
 
     def add(self, pod: Pod) -> None:
         self.pods[pod.uid] = pod
@@ -177,3 +178,69 @@ def test_a_preempting_gang_with_its_pods_when_its_victim_goes_is_let_in() -> Non
     assert cluster.queue.on_event(sq.ASSIGNED_POD_DELETE) == 2
     assert cluster.locations(*pods) == [sq.ACTIVE] * 2
     assert cluster.queue.gated_status(pods[0].uid) is None
+
+
+# --- Activate ----------------------------------------------------------------------------------------
+
+
+def test_activating_a_gang_short_of_min_count_leaves_it_gated() -> None:
+    # Activate -> activate -> moveToActiveQ runs the PreEnqueue plugins on an entity taken from
+    # unschedulableEntities: GangScheduling refuses a gang of one pod out of minCount 2 again.
+    cluster = GangCluster(FakeClock(START), min_count=2)
+    pod = worker("w-0")
+    cluster.add(pod)
+    assert cluster.queue.pending_counts()[sq.GATED] == 1
+    cluster.queue.activate(pod.uid)
+    assert cluster.locations(pod) == [sq.UNSCHEDULABLE]
+    assert cluster.queue.pending_counts()[sq.GATED] == 1
+    assert cluster.queue.pop() is None
+
+
+def test_activating_a_pod_whose_pod_group_is_not_observed_does_nothing() -> None:
+    # Activate: a pod group's pod with no root in the workload forest (its PodGroup not observed:
+    # incompletePodGroupPods) is skipped.
+    cluster = GangCluster(FakeClock(START), min_count=1, observed=False)
+    pod = worker("w-0")
+    cluster.add(pod)
+    cluster.queue.activate(pod.uid)
+    assert cluster.locations(pod) == [sq.UNSCHEDULABLE]
+    assert cluster.queue.pending_counts()[sq.INCOMPLETE] == 1
+    assert cluster.queue.pop() is None
+
+
+def test_activating_one_pod_of_a_backing_off_group_moves_the_whole_group() -> None:
+    # Activate looks up the pod's root entity (getRootLookupInfoForPod): the rejected group, which
+    # backoffQ holds as one entity, moves to activeQ as one, without PreEnqueue again
+    # (moveToActiveQ with movesFromBackoffQ under SchedulerPopFromBackoffQ).
+    clock = FakeClock(START)
+    cluster = GangCluster(clock, min_count=2)
+    pods = [worker("w-0"), worker("w-1")]
+    for pod in pods:
+        cluster.add(pod)
+    rejectors = frozenset({names.GANG_SCHEDULING})
+    members = [
+        PodGroupMember(info, False, "minCount (2) cannot be satisfied", rejectors) for info in cluster.pop_group()
+    ]
+    cluster.driver.add_attempted_pod_group_if_needed("default", GROUP, Code.UNSCHEDULABLE, members)
+    assert cluster.locations(*pods) == [sq.BACKOFF] * 2
+    cluster.queue.activate(pods[1].uid)
+    assert cluster.locations(*pods) == [sq.ACTIVE] * 2
+
+
+def test_activating_a_preempting_gang_short_of_min_count_leaves_it_gated_by_gang_scheduling() -> None:
+    # prepareCandidateAsync activates the preemptor's pods once its preemption ended in an error;
+    # DefaultPreemption's PreEnqueue passes then, GangScheduling's refuses a gang a pod left.
+    clock = FakeClock(START)
+    cluster, pods = preempting_gang(clock)
+    cluster.delete(pods[1])
+    cluster.queue.activate(pods[0].uid)
+    assert cluster.locations(pods[0]) == [sq.UNSCHEDULABLE]
+    status = cluster.queue.gated_status(pods[0].uid)
+    assert status is not None and status.plugin == names.GANG_SCHEDULING
+
+
+def test_activating_a_preempting_gang_with_its_pods_moves_it_to_active() -> None:
+    clock = FakeClock(START)
+    cluster, pods = preempting_gang(clock)
+    cluster.queue.activate(pods[0].uid)
+    assert cluster.locations(*pods) == [sq.ACTIVE] * 2

@@ -1003,16 +1003,42 @@ class SchedulingQueue:
         return moved
 
     def activate(self, uid: str) -> None:
-        """Force a pod out of the pool or backoff into activeQ (used when async actuation fails)."""
+        """upstream's Activate for one pod (used when an asynchronous preemption's actuation fails):
+        the pod's entity, the pod or, for a pod group's pod, every queued pod of its group, leaves
+        the pool or backoffQ for activeQ through moveToActiveQ. From the pool it meets PreEnqueue
+        first (a group parked for its preemption passes DefaultPreemption's now that the
+        preemption is over, but GangScheduling's may still hold it back, and a gated entity stays
+        gated); from backoffQ it passed PreEnqueue on the way in (SchedulerPopFromBackoffQ). A pod
+        whose PodGroup has not been observed has no entity to activate (getRootLookupInfoForPod
+        finds no root). A pod in flight hears ForceActivate when it comes back."""
         where = self._where.get(uid)
-        if uid in self._awaiting_preemption:
-            for info in self._awaiting_group(self._infos[uid].pod):
-                self._awaiting_preemption.discard(info.pod.uid)
-                self._push_active(info)
-        elif where in (UNSCHEDULABLE, BACKOFF):
-            self._push_active(self._infos[uid])
-        elif where == IN_FLIGHT:
+        if where == IN_FLIGHT:
             self._in_flight.record_for(uid, FORCE_ACTIVATE)
+            return
+        if where not in (UNSCHEDULABLE, BACKOFF) or uid in self._incomplete:
+            return
+        info = self._infos[uid]
+        entity = self._queued_entity(info)
+        from_backoff = where == BACKOFF and self.pop_from_backoff_q
+        gate = None if from_backoff else self._pre_enqueue_status(info.pod)
+        for member in entity:
+            self._awaiting_preemption.discard(member.pod.uid)
+            if gate is not None:
+                self._gate_or_activate(member, gate)
+            else:
+                self._gated.pop(member.pod.uid, None)
+                self._push_active(member)
+
+    def _queued_entity(self, info: QueuedPodInfo) -> list[QueuedPodInfo]:
+        """The queued entity the pod belongs to: the pod alone, or, for a pod group's pod, its
+        group's pods in the pool or backoffQ (not those in flight or pending), in the order they
+        entered the queue."""
+        name = info.pod.spec.pod_group_name
+        if self.pre_enqueue is None or name is None:
+            return [info]
+        members = self._group_members.get((info.pod.namespace, name), set()) | {info.pod.uid}
+        uids = [uid for uid in members if self._where.get(uid) in (UNSCHEDULABLE, BACKOFF)]
+        return [self._infos[uid] for uid in sorted(uids, key=self._first_seen.__getitem__)]
 
     # --- introspection ------------------------------------------------------------------------
 
