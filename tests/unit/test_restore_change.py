@@ -20,9 +20,11 @@ from podsched.api.types import (
     REASON_PREEMPTION_BY_SCHEDULER,
     Pod,
     PodCondition,
+    Resource,
 )
 from podsched.cluster.state import Cluster
 from podsched.cluster.store import ADDED, MODIFIED, REMOVED, Change
+from podsched.framework.resource import pod_request_map, pod_requests
 from podsched.queue.cluster_feed import nominator_feed
 from podsched.queue.nominator import Nominator
 from podsched_proto.events.v1 import events_pb2
@@ -54,6 +56,7 @@ def records(plan: list[tuple[int, str, str, bool]]) -> list[events_pb2.ObjectCha
             builder = make_pod(f"p{index}").uid(f"uid-{index}-{generation}").req(cpu="100m").grace(30)
             if index % 2:  # a spec with more in it: maps and lists the replica must not share
                 builder.label("app", "a").priority(10).node_selector(zone="z").toleration("k", "v", "NoSchedule")
+                builder.req(cpu="1", memory="1Gi")
             pod = builder.obj()
             changes.append((ADDED, pod, compacted))
         elif action == "delete":
@@ -109,6 +112,8 @@ def follow(batch: list[events_pb2.ObjectChange], whole: bool) -> dict[str, Any]:
     cluster.listeners.append(nominator_feed(nominator))
     heard: list[tuple[Any, ...]] = []
     cluster.listeners.append(lambda change: heard.append(heard_as(change)))
+    # The filter computes each pod's effective request to place it; a later record's pod may carry it.
+    cluster.listeners.append(lambda change: pod_requests(change.new) if isinstance(change.new, Pod) else None)
     for record in batch:
         parsed = events_pb2.ObjectChange.FromString(record.SerializeToString())  # as a replica reads it
         if whole:
@@ -118,7 +123,10 @@ def follow(batch: list[events_pb2.ObjectChange], whole: bool) -> dict[str, Any]:
             restore_change(cluster, parsed)
     return {
         "heard": heard,
-        "pods": {uid: (pod, to_json(pod)) for uid, pod in sorted(cluster.pods_by_uid.items())},
+        "pods": {uid: (pod, to_json(pod), pod_requests(pod)) for uid, pod in sorted(cluster.pods_by_uid.items())},
+        "requests_as_computed": all(
+            pod_requests(pod) == Resource.from_map(pod_request_map(pod)) for pod in cluster.pods_by_uid.values()
+        ),
         "by_key": sorted(cluster.store.pods),
         "on_nodes": {
             name: sorted(info.pod.uid for info in cluster.snapshot().get(name).pods)  # type: ignore[union-attr]
@@ -134,7 +142,9 @@ def follow(batch: list[events_pb2.ObjectChange], whole: bool) -> dict[str, Any]:
 @given(steps)
 def test_restoring_a_change_is_restoring_its_decoded_record(plan: list[tuple[int, str, str, bool]]) -> None:
     batch = records(plan)
-    assert follow(batch, whole=False) == follow(batch, whole=True)
+    followed = follow(batch, whole=False)
+    assert followed == follow(batch, whole=True)
+    assert followed["requests_as_computed"]
 
 
 def test_a_pod_removal_is_applied_without_reading_its_json() -> None:

@@ -513,6 +513,9 @@ def decode_recorded_pod_update(manifest: dict[str, Any], held: Pod) -> Pod | Non
             message=get("message") or "",
         ),
         source=manifest,
+        # The effective request is a function of the spec, which is the held one's: the bound pod's
+        # NodeInfo.add_pod need not compute it again (the filter computed it to place the pod).
+        _requests=held._requests,
     )
 
 
