@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.throughput import nearest_rank, summarize, throughput_samples
+from benchmarks.throughput import burst_rate, nearest_rank, summarize, throughput_samples
 
 
 def test_the_first_nonzero_tick_is_the_baseline_and_gives_no_sample() -> None:
@@ -36,3 +36,12 @@ def test_average_is_the_mean_of_samples_and_percentiles_are_nearest_rank() -> No
 @pytest.mark.parametrize(("percent", "expected"), [(1, 1.0), (10, 1.0), (11, 2.0), (50, 5.0), (100, 10.0)])
 def test_nearest_rank(percent: float, expected: float) -> None:
     assert nearest_rank([float(i) for i in range(1, 11)], percent) == expected
+
+
+def test_a_burst_within_one_interval_is_measured_from_its_first_bind_to_its_last() -> None:
+    # Every pod bound between two ticks: the collector has no sample.
+    assert throughput_samples([(1.0, 0), (2.0, 0), (3.0, 1000)]) == []
+    binds = [2.2 + 0.0005 * i for i in range(1000)]  # 1000 binds over 0.4995 s
+    assert burst_rate(binds) == pytest.approx(999 / 0.4995)
+    assert burst_rate([2.5]) == 0.0
+    assert burst_rate([2.5, 2.5]) == 0.0
