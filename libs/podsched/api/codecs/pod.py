@@ -453,22 +453,26 @@ def decode_recorded_pod(manifest: dict[str, Any]) -> Pod | None:
         return None
     metadata = decode_recorded_meta(manifest)
     spec = _lay_down_defaults(manifest, spec, cached[1])
-    status = manifest.get("status") or {}
-    get = status.get
-    started = get("startTime")
-    conditions = get("conditions")
     return Pod(
         metadata,
         _spec_from_template(cached[0], spec.get("nodeName") or ""),
-        PodStatus(
-            phase=get("phase") or POD_PENDING,
-            nominated_node_name=get("nominatedNodeName") or "",
-            start_time=None if started is None else parse_timestamp(started),
-            conditions=tuple(_recorded_condition(c) for c in conditions) if conditions else (),
-            reason=get("reason") or "",
-            message=get("message") or "",
-        ),
+        _recorded_status(manifest),
         source=manifest,
+    )
+
+
+def _recorded_status(manifest: dict[str, Any]) -> PodStatus:
+    """A recorded pod's status (what the binder validated; every record decodes it anew)."""
+    get = (manifest.get("status") or {}).get
+    started = get("startTime")
+    conditions = get("conditions")
+    return PodStatus(
+        phase=get("phase") or POD_PENDING,
+        nominated_node_name=get("nominatedNodeName") or "",
+        start_time=None if started is None else parse_timestamp(started),
+        conditions=tuple(_recorded_condition(c) for c in conditions) if conditions else (),
+        reason=get("reason") or "",
+        message=get("message") or "",
     )
 
 
@@ -497,21 +501,10 @@ def decode_recorded_pod_update(manifest: dict[str, Any], held: Pod) -> Pod | Non
         decoded_metadata = recorded_meta_again(held.metadata, int(version) if version else 0)
     else:
         decoded_metadata = decode_recorded_meta(manifest)  # a termination, a label changed...
-    status = manifest.get("status") or {}
-    get = status.get
-    started = get("startTime")
-    conditions = get("conditions")
     return Pod(
         decoded_metadata,
         _spec_from_template(held.spec, spec.get("nodeName") or ""),
-        PodStatus(
-            phase=get("phase") or POD_PENDING,
-            nominated_node_name=get("nominatedNodeName") or "",
-            start_time=None if started is None else parse_timestamp(started),
-            conditions=tuple(_recorded_condition(c) for c in conditions) if conditions else (),
-            reason=get("reason") or "",
-            message=get("message") or "",
-        ),
+        _recorded_status(manifest),
         source=manifest,
         # The effective request is a function of the spec, which is the held one's: the bound pod's
         # NodeInfo.add_pod need not compute it again (the filter computed it to place the pod).
