@@ -87,8 +87,17 @@ class LeaderElection:
             # where it is; only a member leaving the group moves it.
             partition_assignment_strategy=(StickyPartitionAssignor,),
         )
-        self._consumer.subscribe([self.topic], listener=_Listener(self))
         await self._consumer.start()
+        # Join the group only once this consumer's metadata has the topic: a member that joins
+        # before (a topic just created on a cluster of several nodes) is assigned nothing, and the
+        # group is not rebalanced again until the metadata's next refresh, minutes later.
+        deadline = asyncio.get_running_loop().time() + 60.0
+        while not self._consumer.partitions_for_topic(self.topic):
+            if asyncio.get_running_loop().time() > deadline:
+                raise TimeoutError(f"topic {self.topic} not in the cluster's metadata after 60 s")
+            await self._consumer._client.force_metadata_update()
+            await asyncio.sleep(0.1)
+        self._consumer.subscribe([self.topic], listener=_Listener(self))
         # The group's membership is kept by polling (max.poll.interval): nothing to read here.
         self._poll = asyncio.create_task(self._keep_polling(), name=f"leader-election-{self.topic}")
 
