@@ -121,6 +121,7 @@ class PendingFailure:
     attempt: Attempt
     call: Awaitable[Any]
     failure: SchedulingFailure
+    failed_at: float  # the queue clock's time of the decision: the pod's backoff counts from it
 
 
 @dataclass

@@ -748,7 +748,7 @@ class Scheduler:
         with self.observer.within(attempt):
             call: Awaitable[Any] = asyncio.ensure_future(self.binder.record_failure(request))
         attempt.failure_sent()
-        return PendingFailure(attempt, call, failure)
+        return PendingFailure(attempt, call, failure, self.clock.time())
 
     async def _settle(self, failures: list[PendingFailure]) -> None:
         """Wait for the batch's failures to be committed, then until the queue's replica holds
@@ -769,5 +769,5 @@ class Scheduler:
                 if isinstance(result, BaseException):
                     log.warning("recording the failure of %s failed: %s", attempt.pod.name, result)
                     failure = bind_failure(attempt.pod.uid, str(result))
-                self.driver.handle_scheduling_failure(attempt.info, failure)
+                self.driver.handle_scheduling_failure(attempt.info, failure, pending.failed_at)
                 self._finish(attempt, ERROR if failure.error else UNSCHEDULABLE)

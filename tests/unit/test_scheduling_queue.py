@@ -68,6 +68,26 @@ def queue_uid(queue: sq.SchedulingQueue) -> str:
     return next(iter(queue._infos))
 
 
+def test_a_failure_taken_back_later_backs_off_from_when_the_attempt_failed() -> None:
+    """The service returns a failed pod only once its writes are read back: the pod's backoff counts
+    from the failure, as upstream's handleSchedulingFailure stamps it before it writes anything, so
+    an event after the backoff moves it to activeQ ahead of a lower-priority pod."""
+    clock = FakeClock(1000.0)
+    queue = new_queue(clock)
+    queue.add(make_pod("low").priority(LOW_PRIORITY).obj())
+    queue.add(make_pod("urgent").priority(HIGH_PRIORITY).obj())
+    urgent, low = queue.pop(), queue.pop()
+    assert urgent is not None and low is not None and urgent.pod.name == "urgent"
+    failed_at = clock.now
+    clock.now += 0.4  # the failures' record committed and read back
+    assert queue.add_unschedulable_if_not_present(low, {names.NODE_RESOURCES_FIT}) == sq.UNSCHEDULABLE
+    queue.add_unschedulable_if_not_present(urgent, {names.NODE_RESOURCES_FIT}, failed_at=failed_at)
+    clock.now = failed_at + 1.0  # urgent's 1 s backoff is over, low's (stamped on return) is not
+    assert queue.on_event(sq.NODE_ADD) == 2
+    assert queue.location(urgent.pod.uid) == sq.ACTIVE
+    assert queue.location(low.pod.uid) == sq.BACKOFF
+
+
 def test_node_affinity_rejections_ignore_pod_deletions_but_not_new_nodes() -> None:
     queue = new_queue(FakeClock(1000.0))
     queue.add(make_pod("p").obj())

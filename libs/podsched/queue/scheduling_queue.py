@@ -706,17 +706,23 @@ class SchedulingQueue:
                 self._group_params.pop((namespace, name), None)
 
     def add_unschedulable_if_not_present(
-        self, info: QueuedPodInfo, rejector_plugins: set[str], error: bool = False, message: str = ""
+        self,
+        info: QueuedPodInfo,
+        rejector_plugins: set[str],
+        error: bool = False,
+        message: str = "",
+        failed_at: float | None = None,
     ) -> str:
         """Return the pod to the queue after a failed attempt; returns where it went.
 
-        The queue time is refreshed (so it queues behind its equals). An error backs off; otherwise
+        The queue time is refreshed (so it queues behind its equals) to `failed_at`, when the
+        attempt failed (default: now); its backoff counts from then. An error backs off; otherwise
         events that arrived while the pod was in flight and that one of its rejectors cares about
         send it to backoff/active at once, and without such an event it waits in the pool."""
         uid = info.pod.uid
         if uid not in self._infos:
             return ""  # deleted while in flight
-        now = self.clock()
+        now = self.clock() if failed_at is None else failed_at
         info.timestamp = now
         info.stamp = next(self._stamps)
         info.last_failure_message = message

@@ -172,13 +172,18 @@ class ScheduleOneDriver:
 
     # --- after the cycle ----------------------------------------------------------------------------
 
-    def handle_scheduling_failure(self, info: sq.QueuedPodInfo, failure: SchedulingFailure) -> str:
+    def handle_scheduling_failure(
+        self, info: sq.QueuedPodInfo, failure: SchedulingFailure, failed_at: float | None = None
+    ) -> str:
         """The queue half of handleSchedulingFailure, once the failure's record is written (and, in
         the service, read back: an update the failure itself made must not count as an event that
-        moves the pod). Returns where the pod went ("" if it was deleted meanwhile)."""
+        moves the pod). `failed_at`: when the attempt failed (default: now), which upstream stamps
+        before it writes anything; the service returns the pod only after its writes are read
+        back, and that round trip must not lengthen the pod's backoff. Returns where the pod went
+        ("" if it was deleted meanwhile)."""
         fresh = self.queue.info(info.pod.uid) or info
         return self.queue.add_unschedulable_if_not_present(
-            fresh, set(failure.rejector_plugins), error=failure.error, message=failure.message
+            fresh, set(failure.rejector_plugins), error=failure.error, message=failure.message, failed_at=failed_at
         )
 
     def add_attempted_pod_group_if_needed(
