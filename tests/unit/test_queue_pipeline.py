@@ -670,7 +670,7 @@ def test_illegal_pipeline_transitions_raise() -> None:
             pipeline.start_settling(batch, done)
         failed = attempt("c")
         failed.failure_sent()
-        batch.failures.append(PendingFailure(failed, done, SchedulingFailure(failed.pod.uid, "message")))
+        batch.failures.append(PendingFailure(failed, done, SchedulingFailure(failed.pod.uid, "message"), 0.0))
         pipeline.start_settling(batch, done)
         with pytest.raises(PipelineError):  # at most one batch settling
             pipeline.start_settling(batch, done)
