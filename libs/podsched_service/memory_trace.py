@@ -61,9 +61,9 @@ TRIM_VARIABLE = "PODSCHED_MEMORY_TRACE_TRIM"
 COLLECT_VARIABLE = "PODSCHED_MEMORY_TRACE_COLLECT"
 FILL_CACHES_VARIABLE = "PODSCHED_MEMORY_TRACE_FILL_CACHES"
 # The filler's first second (2000-01-01T00:00:00Z), long before any object's timestamp, and the
-# fractions of a second it writes: each second gets four texts as long as the clock's own (seconds
-# with six or seven decimals), since parse_timestamp keeps four texts for each second the
-# per-second caches keep.
+# fractions of a second it writes: each second gets four instants as long as the clock's own
+# (seconds with six or seven decimals), since format_timestamp keeps four instants for each second
+# the per-second caches keep.
 FILL_FIRST_SECOND = 946_684_800
 FILL_FRACTIONS = (0.1234567, 0.3456789, 0.5678901, 0.7890123)
 TOP = 12
@@ -308,8 +308,8 @@ def timestamp_caches() -> list[Any]:
 
 def fill_timestamp_caches() -> int:
     """Fill every timestamp cache to its bound (PODSCHED_MEMORY_TRACE_FILL_CACHES) and return the
-    entries added: formatting and parsing each filler timestamp fills the per-second caches,
-    format_timestamp's instants and parse_timestamp's texts alike."""
+    entries added: formatting and parsing each filler timestamp fills the per-second caches and
+    format_timestamp's instants."""
     caches = timestamp_caches()
 
     def entries() -> int:

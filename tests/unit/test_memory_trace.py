@@ -58,7 +58,7 @@ def test_the_totals_line_gives_each_total_with_its_growth_since_the_baseline() -
 def test_filling_the_timestamp_caches_leaves_each_at_its_bound_and_real_timestamps_still_parse() -> None:
     memory_trace.fill_timestamp_caches()
     caches = memory_trace.timestamp_caches()
-    assert len(caches) == 4, "parse_timestamp, format_timestamp and the two per-second caches"
+    assert len(caches) == 4, "format_timestamp and the three per-second caches"
     for cache in caches:
         info = cache.cache_info()
         assert info.currsize == info.maxsize, info
