@@ -166,7 +166,7 @@ def decode_change_message(record: events_pb2.ObjectChange, held: Pod | None = No
     first pod of each spec, and every other kind, go through `decode_object`. `held`: the pod as a
     replica's copy holds it, decoded from an earlier record of it and changed by nothing since;
     what of it the record leaves as it was is taken from it (`decode_recorded_pod_update`)."""
-    document = json_text.loads(record.object_json)
+    document = json_text.loads_written(record.object_json)
     if record.object.kind == KIND_POD:
         pod = None if held is None else decode_recorded_pod_update(document, held)
         if pod is None:

@@ -79,3 +79,34 @@ def test_what_orjson_alone_would_write_or_read_differently_is_left_to_json() -> 
     raws += [b"1E400", b"0.1e1", b'"\\ud800"', b'"\\ud83d\\ude00"', b"\xef\xbb\xbf{}", b"NaN", b'{"a":1,"a":2}']
     for raw in raws:
         assert read(json_text.loads, raw) == read(json.loads, raw)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(VALUES)
+def test_text_dumps_wrote_is_read_by_loads_written_as_json_reads_it(value: Any) -> None:
+    raws = [json.dumps(value).encode(), json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")]
+    written = fast_dumps(value)
+    if written[0] == "text":
+        raws.append(written[1])
+    for raw in raws:
+        assert read(json_text.loads_written, raw) == read(json.loads, raw)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.binary(max_size=40))
+def test_any_bytes_are_read_or_refused_by_loads_written_as_json_reads_or_refuses_them(raw: bytes) -> None:
+    assert read(json_text.loads_written, raw) == read(json.loads, raw)
+
+
+def test_what_orjson_would_read_differently_is_not_taken_from_it_even_when_orjson_writes_it_back() -> None:
+    raws = [b"123456789012345678901234567890", b"-9223372036854775809", b"18446744073709551615", b"-0", b"1e-400"]
+    raws += [
+        b"[" * 254 + b"]" * 254,
+        b"[" * 255 + b"]" * 255,
+        b"[" * 999 + b"]" * 999,
+        b'{"a":' * 300 + b"1}" + b"}" * 299,
+    ]
+    raws += [b"1E400", b"0.1e1", b'"\\ud800"', b'"\\ud83d\\ude00"', b"\xef\xbb\xbf{}", b"NaN", b'{"a":1,"a":2}']
+    raws += [b"1.0", b"-0.0", b"1e+16", b"9007199254740993", b"[1.5,2]", b'{"a":[1,{"b":null}]}', b'"\xc3\xa9"']
+    for raw in raws:
+        assert read(json_text.loads_written, raw) == read(json.loads, raw), raw[:40]

@@ -293,7 +293,7 @@ def _lay_down_defaults(manifest: dict[str, Any], spec: dict[str, Any], defaulted
     if defaulted is None:
         return spec
     node_name_value = spec.get("nodeName")
-    spec = json_text.loads(defaulted)
+    spec = json_text.loads_written(defaulted)
     if isinstance(node_name_value, str):
         spec["nodeName"] = node_name_value
     manifest["spec"] = spec
