@@ -130,19 +130,22 @@ def decode_recorded_meta(manifest: dict[str, Any]) -> ObjectMeta:
     version = get("resourceVersion")
     references = get("ownerReferences")
     finalizers = get("finalizers")
+    # Positional, in ObjectMeta's field order: each keyword costs a call ~35 ns more, and every
+    # replica decodes the metadata of most records (`test_recorded_pod_decoding` compares every
+    # field with `decode_meta`'s).
     return ObjectMeta(
-        name=get("name") or "",
-        namespace=namespace,
-        uid=get("uid") or "",
-        labels=dict(labels) if labels else {},
-        annotations=dict(annotations) if annotations else {},
-        creation_timestamp=None if created is None else parse_timestamp(created),
-        deletion_timestamp=None if deleted is None else parse_timestamp(deleted),
-        deletion_grace_period_seconds=get("deletionGracePeriodSeconds"),
-        resource_version=int(version) if version else 0,
-        generation=get("generation") or 0,
-        generate_name=get("generateName") or "",
-        owner_references=tuple(
+        get("name") or "",  # name
+        namespace,
+        get("uid") or "",  # uid
+        dict(labels) if labels else {},  # labels
+        dict(annotations) if annotations else {},  # annotations
+        None if created is None else parse_timestamp(created),  # creation_timestamp
+        None if deleted is None else parse_timestamp(deleted),  # deletion_timestamp
+        get("deletionGracePeriodSeconds"),  # deletion_grace_period_seconds
+        int(version) if version else 0,  # resource_version
+        get("generation") or 0,  # generation
+        get("generateName") or "",  # generate_name
+        tuple(  # owner_references
             OwnerReference(
                 ref.get("apiVersion") or "",
                 ref.get("kind") or "",
@@ -155,28 +158,29 @@ def decode_recorded_meta(manifest: dict[str, Any]) -> ObjectMeta:
         )
         if references
         else (),
-        finalizers=tuple(finalizers) if finalizers else (),
+        tuple(finalizers) if finalizers else (),  # finalizers
     )
 
 
 def recorded_meta_again(held: ObjectMeta, version: int) -> ObjectMeta:
     """`decode_recorded_meta` of a later record of an object whose metadata JSON is, apart from
     resourceVersion, the JSON `held` was decoded from: `held`'s fields with `version`, and labels and
-    annotations of its own (nothing mutable is shared between the two)."""
+    annotations of its own (nothing mutable is shared between the two). Positional, in field
+    order, as in `decode_recorded_meta`."""
     return ObjectMeta(
-        name=held.name,
-        namespace=held.namespace,
-        uid=held.uid,
-        labels=dict(held.labels),
-        annotations=dict(held.annotations),
-        creation_timestamp=held.creation_timestamp,
-        deletion_timestamp=held.deletion_timestamp,
-        deletion_grace_period_seconds=held.deletion_grace_period_seconds,
-        resource_version=version,
-        generation=held.generation,
-        generate_name=held.generate_name,
-        owner_references=held.owner_references,
-        finalizers=held.finalizers,
+        held.name,
+        held.namespace,
+        held.uid,
+        dict(held.labels),
+        dict(held.annotations),
+        held.creation_timestamp,
+        held.deletion_timestamp,
+        held.deletion_grace_period_seconds,
+        version,  # resource_version
+        held.generation,
+        held.generate_name,
+        held.owner_references,
+        held.finalizers,
     )
 
 
