@@ -464,12 +464,13 @@ def _recorded_status(manifest: dict[str, Any]) -> PodStatus:
     """A recorded pod's status (what the binder validated; every record decodes it anew)."""
     get = (manifest.get("status") or {}).get
     started = get("startTime")
+    start_time = None if started is None else parse_timestamp(started)
     conditions = get("conditions")
     return PodStatus(  # positional, in field order (`_spec_from_template`)
         get("phase") or POD_PENDING,  # phase
         get("nominatedNodeName") or "",  # nominated_node_name
-        None if started is None else parse_timestamp(started),  # start_time
-        tuple(_recorded_condition(c) for c in conditions) if conditions else (),  # conditions
+        start_time,
+        tuple(_recorded_condition(c, started, start_time) for c in conditions) if conditions else (),  # conditions
         get("reason") or "",  # reason
         get("message") or "",  # message
     )
@@ -511,14 +512,23 @@ def decode_recorded_pod_update(manifest: dict[str, Any], held: Pod) -> Pod | Non
     )
 
 
-def _recorded_condition(doc: dict[str, Any]) -> PodCondition:
+def _recorded_condition(doc: dict[str, Any], started: str | None, start_time: float | None) -> PodCondition:
+    """`started`, `start_time`: the status' startTime as written and as read. A bound pod's
+    PodScheduled condition changed when it started (the binder writes both from one clock reading),
+    and its time is not read twice."""
     moment = doc.get("lastTransitionTime")
+    if moment is None:
+        changed = None
+    elif moment == started:
+        changed = start_time
+    else:
+        changed = parse_timestamp(moment)
     return PodCondition(  # positional, in field order (`_spec_from_template`)
         doc.get("type") or "",  # type
         doc.get("status") or "",  # status
         doc.get("reason") or "",  # reason
         doc.get("message") or "",  # message
-        None if moment is None else parse_timestamp(moment),  # last_transition_time
+        changed,  # last_transition_time
     )
 
 
