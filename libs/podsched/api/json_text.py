@@ -39,11 +39,12 @@ _DUMPS_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACL
 _NEGATIVE_EXPONENT = re.compile(rb"e-[0-9]+(?:[,}\]]|\Z)")
 
 # orjson reads an integer beyond 64 bits as a float; `json` keeps it an int. Such an integer has at
-# least 19 digits; digits are mapped to "0" to find a run of 19 of them in one C-speed pass.
-_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+# least 19 digits. More opening brackets than _MOST_BRACKETS (inside strings too: an overcount is
+# harmless) may nest deeper than `json` can read on the stack it is called with. One C-speed pass
+# maps digits to "0" and "[" to "{": a run of 19 zeros, and the count of "{", are then each found
+# in another.
+_DIGITS_AS_ZERO_BRACKETS_AS_BRACE = bytes.maketrans(b"123456789[", b"000000000{")
 _LONG_NUMBER = b"0" * 19
-# More opening brackets than this (inside strings too: an overcount is harmless) may nest deeper
-# than `json` can read on the stack it is called with.
 _MOST_BRACKETS = 256
 
 
@@ -81,11 +82,10 @@ def fast_loads(raw: bytes | str) -> Any:
     NaN, Infinity and numbers beyond float64 (`json` reads them as floats that are not finite);
     so whatever it returns holds only valid Unicode and finite numbers. Deep nesting is left to
     `json`: orjson reads 1024 levels, `json` fewer the deeper its caller's stack already is."""
-    if (
-        not isinstance(raw, bytes)
-        or raw.count(b"{") + raw.count(b"[") > _MOST_BRACKETS
-        or _LONG_NUMBER in raw.translate(_DIGITS_AS_ZERO)
-    ):
+    if not isinstance(raw, bytes):
+        raise NotCertain
+    shape = raw.translate(_DIGITS_AS_ZERO_BRACKETS_AS_BRACE)
+    if shape.count(b"{") > _MOST_BRACKETS or _LONG_NUMBER in shape:
         raise NotCertain
     try:
         return orjson.loads(raw)
