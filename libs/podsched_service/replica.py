@@ -105,6 +105,11 @@ class Replica:
         self._tasks: list[asyncio.Task[None]] = []
         # Called after every batch of records is applied (e.g. to wake the scheduling loop).
         self.on_applied: list[Callable[[], None]] = []
+        # Each topic's metric children, looked up once: `labels()` costs more than the count it
+        # keeps, and a busy log brings a batch of a record or two at a time.
+        followed = (self.objects_topic, self.events_topic)
+        self._records_applied = {topic: RECORDS_APPLIED.labels(topic) for topic in followed}
+        self._consumer_lag = {topic: CONSUMER_LAG.labels(topic) for topic in followed}
 
     @property
     def event_sequence(self) -> int:
@@ -186,10 +191,10 @@ class Replica:
                             self._apply(record)
                     else:
                         self._apply(record)
-                RECORDS_APPLIED.labels(partition.topic).inc(len(records))
+                self._records_applied[partition.topic].inc(len(records))
                 stable = consumer.last_stable_offset(partition)
                 if stable is not None:
-                    CONSUMER_LAG.labels(partition.topic).set(max(0, stable - await consumer.position(partition)))
+                    self._consumer_lag[partition.topic].set(max(0, stable - await consumer.position(partition)))
             topics_read = {partition.topic for partition in batches}
             if self.objects_topic in topics_read:
                 self._after_objects()
