@@ -65,7 +65,7 @@ from podsched_service.server import CHANNEL_OPTIONS
 MEASURED_NAMESPACE = "measured"
 INIT_NAMESPACE = "init"
 CHURN_NAMESPACE = "churn"
-IN_FLIGHT = 128  # objects being applied at once: scheduler_perf's client runs at QPS 5000
+IN_FLIGHT = 128  # objects being applied at once (--in-flight): scheduler_perf's client runs at QPS 5000
 APPLY_BATCH = 32  # objects per ApplyBatch call (1: one Apply call per object)
 SAMPLE_INTERVAL = 1.0
 
@@ -327,8 +327,9 @@ async def apply_all(
     sent_at: dict[str, float] | None = None,
     progress: Progress | None = None,
     size: int = APPLY_BATCH,
+    in_flight: int = IN_FLIGHT,
 ) -> None:
-    """Apply every document, IN_FLIGHT objects at a time: ApplyBatch calls of `size` objects (one
+    """Apply every document, `in_flight` objects at a time: ApplyBatch calls of `size` objects (one
     Apply per object when `size` is 1). A refused object stops the benchmark."""
     chunks = iter([documents[i : i + size] for i in range(0, len(documents), size)])
     done = 0
@@ -355,7 +356,7 @@ async def apply_all(
             if progress is not None and done // 200 != before // 200:
                 progress.show(done)
 
-    await asyncio.gather(*(worker() for _ in range(max(1, IN_FLIGHT // size))))
+    await asyncio.gather(*(worker() for _ in range(max(1, in_flight // size))))
 
 
 async def wait_bound(watch: BindWatch, namespace: str, count: int, progress: Progress, timeout: float) -> None:
@@ -379,6 +380,7 @@ async def run_workload(
     batch_size: int = 0,
     apply_batch: int = APPLY_BATCH,
     measured_phase: Callable[[ServiceStack], Callable[[], None]] | None = None,
+    in_flight: int = IN_FLIGHT,
 ) -> dict[str, Any]:
     """`measured_phase`, when given, is called as the measured pods start (e.g. to attach a profiler
     to the services) and returns what to call once they are all bound."""
@@ -453,7 +455,7 @@ async def run_workload(
         counters_before = await asyncio.to_thread(counter_snapshot, stack)
         end_measured_phase = measured_phase(stack) if measured_phase is not None else None
         try:
-            await apply_all(stub, workload.measured_documents(), sent_at, size=apply_batch)
+            await apply_all(stub, workload.measured_documents(), sent_at, size=apply_batch, in_flight=in_flight)
             deadline = time.monotonic() + timeout
             while watch.count(MEASURED_NAMESPACE) < workload.measured_pods:
                 if time.monotonic() > deadline:
@@ -477,6 +479,8 @@ async def run_workload(
         counted = {name: counters[name] - counters_before.get(name, 0.0) for name in counters}
         bound = watch.bound_at.get(MEASURED_NAMESPACE, {})
         latencies = sorted((bound[name] - sent_at[name]) * 1000 for name in bound if name in sent_at)
+        created = watch.added_at.get(MEASURED_NAMESPACE, {})
+        after_created = sorted((bound[name] - created[name]) * 1000 for name in bound if name in created)
         summary = summarize(throughput_samples(ticks))
         # A burst bound within one of the collector's 1 s intervals gives it no sample: then the rate
         # from the first bind to the last, and the line says so.
@@ -495,6 +499,11 @@ async def run_workload(
             "latency_p50_ms": round(_nearest(latencies, 50), 1),
             "latency_p99_ms": round(_nearest(latencies, 99), 1),
             "latency_max_ms": round(latencies[-1], 1) if latencies else 0.0,
+            # Whether the harness or the scheduler sets the pace: how fast the measured pods were
+            # created (from the first sent to the last in the log), and how long each then waited for
+            # its bind. A scheduler that keeps up binds about as fast as the pods are created.
+            "created_pods_per_s": creation_rate(sent_at, created),
+            "bound_after_created_ms": {f"p{p}": round(_nearest(after_created, p), 1) for p in (50, 90)},
             # For the preemptors (nominated before they were bound): where their latency went.
             "preemptor_phases_ms": watch.preemptor_phases(MEASURED_NAMESPACE, INIT_NAMESPACE, sent_at),
             "rss_mb": round(sum(peak_rss.values()) / 2**20, 1),
@@ -598,6 +607,15 @@ def cpu_snapshot(stack: ServiceStack, broker: KafkaBroker) -> dict[str, float]:
     return out
 
 
+def creation_rate(sent_at: dict[str, float], created_at: dict[str, float]) -> float:
+    """Pods per second from the first one sent until the last one sent was in the log."""
+    created = [created_at[name] for name in sent_at if name in created_at]
+    if not created:
+        return 0.0
+    elapsed = max(created) - min(sent_at.values())
+    return round(len(created) / elapsed, 1) if elapsed > 0 else 0.0
+
+
 def _nearest(ascending: list[float], percent: float) -> float:
     if not ascending:
         return 0.0
@@ -649,6 +667,7 @@ async def main_async(args: argparse.Namespace) -> int:
                     args.scale,
                     args.batch_size,
                     args.apply_batch,
+                    in_flight=args.in_flight,
                 )
                 print(json.dumps({k: v for k, v in result.items() if not k.startswith("_")}), flush=True)
                 results.append(result)
@@ -686,6 +705,13 @@ def main() -> None:
         type=int,
         default=APPLY_BATCH,
         help=f"objects per ApplyBatch call when creating nodes and pods (1: one Apply per object; {APPLY_BATCH})",
+    )
+    parser.add_argument(
+        "--in-flight",
+        type=int,
+        default=IN_FLIGHT,
+        help=f"measured objects being applied at once ({IN_FLIGHT}); more shows a scheduler's pace when the "
+        "creation is what holds the bind rate back (created_pods_per_s close to throughput_avg)",
     )
     parser.add_argument("--plot-dir", type=Path, default=Path(".cache/bench"))
     sys.exit(asyncio.run(main_async(parser.parse_args())))
