@@ -28,6 +28,10 @@ class QueueConfig(CommonConfig):
     # ones assumed) and bound by one Bind, which decides what as many one-pod cycles would. 1 = one
     # pod per cycle.
     batch_size: int = 128
+    # Pods of the PodGroups popped in a row for one SchedulePodGroups request (GenericWorkload): the
+    # groups are cycled in queue order on one view and stop at the first not scheduled, which decides
+    # what as many groups one after the other would. A first group comes whole whatever its size.
+    pod_group_batch_size: int = 384
     # Bearer tokens accepted on the public API: kube-apiserver's --token-auth-file CSV
     # (token,user,uid,"group1,group2"); empty = no tokens. Authentication is on when this or
     # PODSCHED_TLS_CLIENT_CA_FILE is set; otherwise every caller is system:admin.

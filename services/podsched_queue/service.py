@@ -102,6 +102,7 @@ class QueueService:
             pods_by_uid=self.cluster.pods_by_uid.get,
             scheduler_config=self.scheduler_config,
             batch_size=config.batch_size,
+            pod_group_batch_size=config.pod_group_batch_size,
             filter=FilterClient(self.filter),
             preemption=PreemptionClient(self.preemption),
             binder=BinderClient(self.binder, lambda: self.election.epoch if self.election is not None else 0),

@@ -210,6 +210,7 @@ class Harness:
         nodes: dict[str, str],
         *,
         batch_size: int = 128,
+        pod_group_batch_size: int | None = None,
         preemption: FakePreemption | None = None,
         binder: FakeBinder | None = None,
         pod_groups: dict[str, PodGroup] | None = None,
@@ -230,6 +231,7 @@ class Harness:
             pods_by_uid=self.pods.get,
             scheduler_config=SchedulerConfig(),
             batch_size=batch_size,
+            pod_group_batch_size=pod_group_batch_size,
             filter=self.filter,
             preemption=self.preemption,
             binder=self.binder,
@@ -343,6 +345,28 @@ def test_a_rejected_group_ends_the_batch_and_the_groups_after_it_go_back_untried
         assert [g.name for g in request.groups] == ["g3"] and request.min_resource_version == 102
         await h.scheduler.run_once()  # nothing left to pop: g3's writes, left in flight, are settled
         assert h.telemetry.results[6:] == [("g3-0", SCHEDULED), ("g3-1", SCHEDULED)]
+
+    run(scenario)
+
+
+def test_groups_popped_in_a_row_fill_the_pod_group_batch_size_and_single_pods_the_batch_size() -> None:
+    async def scenario() -> None:
+        groups = {name: gang(name, 2) for name in ("g1", "g2", "g3")}
+        pods = [member(f"{g}-{i}", g, HIGH_PRIORITY - k) for k, g in enumerate(groups) for i in range(2)]
+        loose = [pod(f"loose-{i}", LOW_PRIORITY) for i in range(3)]
+        h = Harness(
+            [*pods, *loose], {p.name: "n1" for p in loose}, batch_size=2, pod_group_batch_size=4, pod_groups=groups
+        )
+        h.preemption.group_nodes = {"g1": "n1", "g2": "n2", "g3": "n3"}
+        await h.scheduler.run_once()  # g1 and g2: four pods, more than a batch of single pods
+        await h.scheduler.run_once()  # g3: the next group would have made the batch five pods
+        assert [[g.name for g in r.groups] for r in h.preemption.group_requests] == [["g1", "g2"], ["g3"]]
+        await h.scheduler.run_once()  # then the single pods, two at a time
+        await h.scheduler.run_once()
+        assert [[p.uid for p in r.pods] for r in h.filter.requests] == [
+            [h.uid("loose-0"), h.uid("loose-1")],
+            [h.uid("loose-2")],
+        ]
 
     run(scenario)
 
