@@ -32,6 +32,7 @@ and is not counted)."""
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -134,7 +135,7 @@ class PendingPodGroup:
     attempts: list[Attempt]
     decided: preemption_pb2.SchedulePodGroupResponse
     preempting: bool
-    written: Awaitable[Any]
+    written: asyncio.Future[Any]
 
     @property
     def placed(self) -> list[tuple[Attempt, str]]:
