@@ -210,6 +210,7 @@ class SchedulingQueue:
         self._pod_groups_deleted_in_flight: set[tuple[str, str]] = set()
         # The plugins' EventsToRegister: which events may make a pod a plugin rejected schedulable.
         self.queueing_hints = queueing_hints if queueing_hints is not None else default_queueing_hints()
+        self._plugins_registered_for: dict[str, frozenset[str]] = {}  # event name -> plugins registered for it
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
@@ -967,12 +968,14 @@ class SchedulingQueue:
         """A cluster event: record it for pods in flight, and move the unschedulable pods (those
         `pre_check` accepts, if given) whose rejector plugins care about it. Returns how many moved."""
         self._in_flight.record(event, pre_check)
+        if not self._unschedulable:
+            return 0
         moved = 0
         hints = self.queueing_hints
         gated = self._gated
         awaiting = self._awaiting_preemption
         name = event.name if isinstance(event, PodEvent) else event
-        for uid in self._unschedulable_in_order():
+        for uid in self._unschedulable_interested_in(name):
             if uid not in self._unschedulable:  # moved with its group earlier in this loop
                 continue
             info = self._infos[uid]
@@ -989,6 +992,23 @@ class SchedulingQueue:
                     self._requeue(info)
                     moved += 1
         return moved
+
+    def _unschedulable_interested_in(self, name: str) -> list[str]:
+        """The unschedulable pods, in pool order, rejected by a plugin registered for the event
+        `name` (every one for a RETRY_ALWAYS event): the only ones `plugin_cares` can move. A bound
+        pod is an AssignedPodAdd event, which NodeResourcesFit does not register, so a pool of pods
+        that fit nowhere is not sorted and hint-checked pod by pod on every bind."""
+        if name in RETRY_ALWAYS:
+            return self._unschedulable_in_order()
+        registered = self._plugins_registered_for.get(name)
+        if registered is None:
+            registered = frozenset(plugin for plugin, events in self.queueing_hints.items() if name in events)
+            self._plugins_registered_for[name] = registered
+        if not registered:
+            return []
+        infos = self._infos
+        interested = [uid for uid in self._unschedulable if not registered.isdisjoint(infos[uid].unschedulable_plugins)]
+        return sorted(interested, key=self._unschedulable.__getitem__)
 
     def flush_unschedulable_leftover(self) -> int:
         """Pods that waited longer than podMaxInUnschedulablePodsDuration are retried."""
