@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 
 from aiokafka import ConsumerRecord
 from prometheus_client import Counter, Gauge
@@ -255,14 +255,20 @@ class Replica:
             return True
         return False
 
-    def apply_deferred(self) -> int:
+    def apply_deferred(self, uids: Iterable[str] | None = None) -> int:
         """Decode and apply the deferred pod records, in log order; returns how many. The copy is then
         what applying every record as it came would have made it (each restore says a pod's whole
-        state, and no listener reacts to a pending, not nominated pod's arrival)."""
+        state, and no listener reacts to a pending, not nominated pod's arrival). With `uids`, only
+        those pods' records: the copy is then that as far as those pods and every pod bound or
+        nominated go, and the other pending pods' records wait for a later call."""
         if not self._deferred:
             return 0
-        deferred = list(self._deferred.values())
-        self._deferred.clear()
+        if uids is None:
+            deferred = list(self._deferred.values())
+            self._deferred.clear()
+        else:
+            deferred = [message for uid in set(uids) if (message := self._deferred.pop(uid, None)) is not None]
+            deferred.sort(key=lambda message: message.resource_version)
         for message in deferred:
             restore_change(self.cluster, message)
         return len(deferred)

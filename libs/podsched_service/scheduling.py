@@ -69,8 +69,11 @@ class ClusterCopy:
         self.cluster.listeners.append(self.room.on_change)
         self.replica = Replica(self.cluster, bootstrap, prefix, follow_events, defer_pending_pods=defer_pending_pods)
 
-    async def catch_up(self, min_resource_version: int, context: grpc.aio.ServicerContext) -> None:
-        """Until the copy has applied the caller's view, deferred pod records included; UNAVAILABLE
+    async def catch_up(
+        self, min_resource_version: int, context: grpc.aio.ServicerContext, pods: Iterable[str] | None = None
+    ) -> None:
+        """Until the copy has applied the caller's view, deferred pod records included (only those of
+        the `pods` uids, for a request that reads no other pending, not nominated pod); UNAVAILABLE
         if it cannot in time (the caller retries rather than get an answer computed on an older
         cluster)."""
         try:
@@ -80,7 +83,7 @@ class ClusterCopy:
                 grpc.StatusCode.UNAVAILABLE,
                 f"cache at resource version {self.replica.version}, behind {min_resource_version}",
             )
-        self.replica.apply_deferred()
+        self.replica.apply_deferred(pods)
 
     def assumed_nominations(self, nominations: Iterable[filter_pb2.Nomination]) -> AbstractContextManager[None]:
         """The nominator as if these nominations (or clearings) were in the log, for one request."""

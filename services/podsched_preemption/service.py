@@ -195,7 +195,12 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         self, request: preemption_pb2.PostFilterRunRequest, context: grpc.aio.ServicerContext
     ) -> Any:
         first = request.first
-        await self.copy.catch_up(first.min_resource_version, context)
+        # The run reads no pending pod but its own and the nominated ones (the nominator, the
+        # victims and PDBs are of bound pods): the other pending pods' records stay undecoded, as
+        # without a run. Decoding them all was a fifth of this service's CPU in PreemptionAsync and
+        # Unschedulable, whose every run came while thousands of measured pods were pending.
+        run_pods = [first.pod.uid, *(n.pod_uid for n in first.assumed_nominations), *(ref.uid for ref in request.next)]
+        await self.copy.catch_up(first.min_resource_version, context, pods=run_pods)
         if first.pod.pod_json:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT, "first.pod: a run is for stored pods (PostFilter answers dry runs)"

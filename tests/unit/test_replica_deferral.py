@@ -120,3 +120,38 @@ def test_a_pod_bound_before_any_request_is_decoded_once() -> None:
     heard, applied = asyncio.run(count())
     # The pending pod's two records were never applied: the pod arrived bound, and nothing was left.
     assert (heard, applied) == (1, 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(steps, st.sets(st.integers(0, 3)))
+def test_applying_some_pods_deferred_records_first_leaves_them_as_they_came(
+    plan: list[tuple[int, str, str]], named: set[int]
+) -> None:
+    """A PostFilterRun applies only its own pods' deferred records: those pods, and every bound or
+    nominated one, are then as in a copy that applied every record as it came, and the records left
+    deferred are applied later to the same cluster."""
+    batch = records(plan)
+
+    async def build() -> tuple[dict[str, object], dict[str, object], dict[str, str]]:
+        cluster = Cluster(lambda: 1000.0, authoritative=False)
+        nominator = Nominator()
+        cluster.listeners.append(nominator_feed(nominator))
+        replica = Replica(cluster, "127.0.0.1:9", PREFIX, defer_pending_pods=True)
+        for record in batch:
+            replica._apply(record)
+        uids = {uid for uid in replica._deferred if int(uid.split("-")[1]) in named}
+        assert replica.apply_deferred(uids) == len(uids)
+        partial = state(cluster, nominator, replica)
+        named_pods = {uid: to_json(cluster.pods_by_uid[uid]) for uid in uids}
+        replica.apply_deferred()
+        await replica.reader.stop()
+        return partial, state(cluster, nominator, replica), named_pods
+
+    partial, whole, named_pods = asyncio.run(build())
+    expected = state(*follow(batch, defer=False))
+    assert whole == expected
+    expected_pods = expected["pods"]
+    assert isinstance(expected_pods, dict)
+    assert named_pods == {uid: expected_pods[uid] for uid in named_pods}
+    for key in ("on_nodes", "nominated", "version"):
+        assert partial[key] == expected[key], key
