@@ -43,6 +43,12 @@ class NominatedColumns:
         self._resources: set[str] = {RESOURCE_CPU, RESOURCE_MEMORY, RESOURCE_EPHEMERAL_STORAGE}
         self._levels: dict[int, dict[str, I64]] = {}  # priority -> column name (COUNT or resource) -> per row
         self._aside: dict[str, tuple[PodInfo, int]] = {}  # uid -> (pod, row): requests out of range
+        # The levels' sums for the last (levels counted, checks) asked, until a nomination changes:
+        # the pods of a FindNodes batch share a priority and a shape, and adding up the node-long
+        # columns for each of them was most of what a batch's nominated pods cost the filter.
+        self._sums_key: tuple[tuple[int, ...], tuple[str, ...]] | None = None
+        self._sums: tuple[I64, list[I64]] = (np.zeros(0, np.int64), [])
+        self._sums_load: Load | None = None  # the sums at their non-zero rows
 
     def load(
         self, nominator: Nominator, columns: NodeColumns, pod: Pod, checks: tuple[ResourceCheck, ...]
@@ -55,16 +61,18 @@ class NominatedColumns:
             self._layout = -1  # a new column: rebuild
         self._sync(nominator, columns)
         priority = pod.priority
-        levels = [level for level_priority, level in self._levels.items() if level_priority >= priority]
-        count = np.zeros(self._rows, np.int64)
-        amounts = [np.zeros(self._rows, np.int64) for _ in checks]
-        for level in levels:
-            count += level[COUNT]
-            for amount, check in zip(amounts, checks, strict=True):
-                amount += level[check.resource]
+        total_count, total_amounts = self._level_sums(priority, checks)
         own = nominator.nominated_pod_info(pod)  # as the nominator holds it (bare while its group is in flight)
         own_row = columns.index.get(nominator.nominated_node(pod), -1) if own is not None else -1
-        if own is not None and own_row >= 0 and own.pod.priority >= priority and pod.uid not in self._aside:
+        own_counted = own is not None and own_row >= 0 and own.pod.priority >= priority and pod.uid not in self._aside
+        if not own_counted and not any(
+            uid != pod.uid and pod_info.pod.priority >= priority for uid, (pod_info, _) in self._aside.items()
+        ):
+            return self._sums_load  # the sums as they are: most pods are not nominated themselves
+        count = total_count.copy()
+        amounts = [amount.copy() for amount in total_amounts]
+        if own_counted:
+            assert own is not None
             # the pod itself is in the columns: take it out again
             request = pod_requests(own.pod)
             count[own_row] -= 1
@@ -86,6 +94,29 @@ class NominatedColumns:
             return None
         return rows, count[rows], [amount[rows] for amount in amounts]
 
+    def _level_sums(self, priority: int, checks: tuple[ResourceCheck, ...]) -> tuple[I64, list[I64]]:
+        """Per row, the pod count and each check's amount over the levels of priority >= `priority`,
+        kept (with `_sums_load`) until the next nomination change. The arrays are read-only: a load
+        is shared by every pod that asks the same."""
+        key = (
+            tuple(sorted(level_priority for level_priority in self._levels if level_priority >= priority)),
+            tuple(check.resource for check in checks),
+        )
+        if key != self._sums_key:
+            count = np.zeros(self._rows, np.int64)
+            amounts = [np.zeros(self._rows, np.int64) for _ in checks]
+            for level_priority in key[0]:
+                level = self._levels[level_priority]
+                count += level[COUNT]
+                for amount, check in zip(amounts, checks, strict=True):
+                    amount += level[check.resource]
+            rows = np.flatnonzero(count)
+            load = (rows, count[rows], [amount[rows] for amount in amounts]) if len(rows) else None
+            for array in (count, *amounts, *((load[0], load[1], *load[2]) if load is not None else ())):
+                array.flags.writeable = False
+            self._sums_key, self._sums, self._sums_load = key, (count, amounts), load
+        return self._sums
+
     def _sync(self, nominator: Nominator, columns: NodeColumns) -> None:
         journal = self._journal
         changes = journal.changes() if journal is not None and journal.nominator is nominator else None
@@ -97,6 +128,7 @@ class NominatedColumns:
 
     def _rebuild(self, nominator: Nominator, columns: NodeColumns) -> None:
         self._journal = nominator.journal_reader()  # from now on; what is nominated now is read below
+        self._sums_key = None
         self._levels = {}
         self._aside = {}
         self._rows = columns.n
@@ -109,6 +141,7 @@ class NominatedColumns:
     def _change(self, pod_info: PodInfo, row: int | None, sign: int) -> None:
         if row is None:  # nominated to a node this cluster does not have: Filter never visits it
             return
+        self._sums_key = None
         pod = pod_info.pod
         request = pod_requests(pod)
         if not request_is_safe(request):
