@@ -32,7 +32,6 @@ and is not counted)."""
 
 from __future__ import annotations
 
-import asyncio
 import enum
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -135,7 +134,7 @@ class PendingPodGroup:
     attempts: list[Attempt]
     decided: preemption_pb2.SchedulePodGroupResponse
     preempting: bool
-    written: asyncio.Future[Any]
+    written: Awaitable[Any]
 
     @property
     def placed(self) -> list[tuple[Attempt, str]]:

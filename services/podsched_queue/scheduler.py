@@ -440,22 +440,7 @@ class Scheduler:
             raise
 
     async def _drain_group_writes(self) -> None:
-        """Nothing popped to overlap the pod-group writes with: settle them once they are answered,
-        unless the replica applies something first. A gang whose last pod that brings is popped and
-        cycled with those writes assumed, as a batch popped while they were sent would have been;
-        waiting for the answers first (a busy binder's transaction, 50-500 ms) left the queue idle
-        with gangs ready."""
-        writes = [sent.written for sent in self.pipeline.group_writes or ()]
-        self.wake.clear()
-        woken = asyncio.ensure_future(self.wake.wait())
-        answered = asyncio.ensure_future(asyncio.wait(writes))  # cancelling it leaves the writes be
-        try:
-            await asyncio.wait({woken, answered}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            woken.cancel()
-            answered.cancel()
-        if not all(write.done() for write in writes):
-            return  # woken: the next turn pops what became ready, the writes still in flight
+        """Nothing popped to overlap the pod-group writes with: settle them before waiting."""
         try:
             await self._finish_group_writes()
         except asyncio.CancelledError:

@@ -133,8 +133,8 @@ class FakePreemption:
 @dataclass
 class FakeBinder:
     """Accepts every bind unless `refuse` names the pod (a pod group's: none of its pods binds);
-    `down` makes every Bind and RecordPodGroupResult fail as a lost connection does; a Bind and a
-    RecordPodGroupResult wait for `gate` when one is set."""
+    `down` makes every Bind and RecordPodGroupResult fail as a lost connection does; a Bind waits
+    for `gate` when one is set."""
 
     refuse: set[str] = field(default_factory=set)
     down: bool = False
@@ -165,8 +165,6 @@ class FakeBinder:
         self, request: binder_pb2.RecordPodGroupResultRequest
     ) -> binder_pb2.RecordPodGroupResultResponse:
         self.group_results.append(request)
-        if self.gate is not None:
-            await self.gate.wait()
         if self.down:
             raise ConnectionError("binder unavailable")
         self.version += 1
@@ -369,35 +367,6 @@ def test_groups_popped_in_a_row_fill_the_pod_group_batch_size_and_single_pods_th
             [h.uid("loose-0"), h.uid("loose-1")],
             [h.uid("loose-2")],
         ]
-
-    run(scenario)
-
-
-def test_a_gang_ready_while_the_writes_are_unanswered_is_cycled_with_them_assumed() -> None:
-    async def scenario() -> None:
-        groups = {name: gang(name, 2) for name in ("g1", "g2")}
-        h = Harness([member(f"g1-{i}", "g1", HIGH_PRIORITY) for i in range(2)], {}, pod_groups=groups)
-        h.preemption.group_nodes = {"g1": "n1", "g2": "n2"}
-        h.binder.gate = asyncio.Event()  # the binder's transaction takes its time
-        await h.scheduler.run_once()  # g1, its writes left in flight
-        idle = asyncio.create_task(h.scheduler.run_once())  # nothing to pop: waits for the answers or the log
-        await asyncio.sleep(0)
-        assert not idle.done()
-        for name in ("g2-0", "g2-1"):  # the replica applies g2's pods: the gang is ready
-            late = member(name, "g2", HIGH_PRIORITY)
-            h.pods[late.uid] = late
-            h.queue.add(late)
-        h.scheduler.wake.set()
-        await asyncio.wait_for(idle, 1)
-        # Woken before g1's answers: nothing settled, g2 is popped next with g1's pods assumed.
-        writes = h.scheduler.pipeline.group_writes
-        assert writes is not None and [w.group.name for w in writes] == ["g1"] and h.telemetry.results == []
-        h.binder.gate.set()
-        await h.scheduler.run_once()
-        assert binds_of(h.preemption.group_requests[1]) == [(h.uid("g1-0"), "n1"), (h.uid("g1-1"), "n1")]
-        assert h.telemetry.results == [("g1-0", SCHEDULED), ("g1-1", SCHEDULED)]
-        await h.scheduler.run_once()  # nothing to pop, the answers in: g2's writes are settled
-        assert [name for name, _ in h.telemetry.results[2:]] == ["g2-0", "g2-1"]
 
     run(scenario)
 
