@@ -8,6 +8,7 @@ import copy
 import json
 from typing import Any
 
+import pytest
 from hostile_manifests import FUZZ, POD, hostile_manifests, materialize
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -95,3 +96,35 @@ def test_an_invalid_spec_is_refused_every_time() -> None:
     first, second = outcome(doc), outcome(doc)
     assert first[0] == "refused"
     assert second == first
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        pytest.param(1, 1.0, id="an integer and the float equal to it"),
+        pytest.param(0.0, -0.0, id="zero and negative zero"),
+        pytest.param(1, True, id="one and true"),
+        pytest.param(0, None, id="zero and null"),
+        pytest.param("é", "\\u00e9", id="a non-ASCII character and the text of its escape"),
+        pytest.param(1e-05, "1e-05", id="a small float and its text"),
+        pytest.param({"a": 1, "b": 2}, {"b": 2, "a": 1}, id="the same members in another order"),
+    ],
+)
+def test_specs_that_differ_only_in_what_a_json_writer_could_conflate_have_entries_of_their_own(
+    one: Any, other: Any
+) -> None:
+    """The cache's key is orjson's text of the spec (`json_text.identity_text`), not `json`'s: two
+    specs differing in a value's type, sign, escaping or key order never share an entry, so the
+    second decodes (its defaulted spec and its source included) as it does from a cold cache."""
+    docs = []
+    for value in (one, other):
+        doc = copy.deepcopy(POD)
+        doc["spec"]["x-extension"] = value  # kept in the source, defaulted spec and all
+        doc["spec"].pop("terminationGracePeriodSeconds", None)  # so the entry keeps a defaulted text
+        docs.append(doc)
+    clear_pod_spec_cache()
+    expected = outcome(copy.deepcopy(docs[1]))
+    clear_pod_spec_cache()
+    outcome(copy.deepcopy(docs[0]))
+    assert outcome(copy.deepcopy(docs[1])) == expected
+    assert repr(expected[1].source["spec"]["x-extension"]) == repr(other)

@@ -255,12 +255,14 @@ def clear_pod_spec_cache() -> None:
 
 def _pod_spec_key(spec: dict[str, Any]) -> bytes | None:
     """The spec's JSON text with nodeName blanked in place (its position kept, so that putting the
-    real value back into a copy of the defaulted spec gives the key order decoding would have)."""
+    real value back into a copy of the defaulted spec gives the key order decoding would have).
+    `json_text.identity_text`: a key tells specs apart, it need not be the text `json` writes, and
+    every fresh decode of a record computes one."""
     if isinstance(spec.get("nodeName"), str):
         spec = {**spec, "nodeName": ""}
     try:
-        key = json_text.dumps(spec)
-    except (TypeError, ValueError, RecursionError):  # not plain JSON (cannot happen after plain_document)
+        key = json_text.identity_text(spec)
+    except TypeError:  # nothing orjson writes (an integer beyond 64 bits...): decoded every time
         return None
     return key if len(key) <= _POD_SPEC_CACHE_KEY_BYTES else None
 
