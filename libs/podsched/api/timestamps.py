@@ -71,32 +71,37 @@ def parse_timestamp(text: str) -> float:
     """RFC3339 (any offset, any number of fractional digits) -> seconds since the epoch, rounded
     once from the exact value. Raises ValueError when the text is not RFC3339.
 
-    The form the clock's timestamps take in `format_timestamp` (UTC, `Z`, a fraction of a second,
-    after 1970) is read without the regular expression: every replica reads each pod's timestamps,
-    and a pod's fraction of a second is its own, so no cache of whole texts saves that work. The
-    answer is `parse_rfc3339`'s, which reads everything else (`tests/unit/test_timestamps.py`
-    compares the two on any text)."""
+    The forms `format_timestamp` writes (UTC, `Z`, whole seconds or a fraction of one, after 1970)
+    are read without the regular expression: every replica reads each pod's timestamps, and a pod's
+    fraction of a second is its own, so no cache of whole texts saves that work. The answer is
+    `parse_rfc3339`'s, which reads everything else (`tests/unit/test_timestamps.py` compares the
+    two on any text)."""
     second = _decimal_second(text[:20])
     if second is not None:
-        digits = text[20:-1]
-        if text[-1:] == "Z" and digits.isdigit() and digits.isascii():
-            seconds = float(second + digits)  # the exact decimal value, rounded once
-            if seconds < _LATEST + 1:  # 9999-12-31T23:59:59.9999999Z rounds up to year 10000
-                return seconds
+        if text[19] == "Z":
+            if len(text) == 20:
+                return float(second)
+        else:
+            digits = text[20:-1]
+            if text[-1:] == "Z" and digits.isdigit() and digits.isascii():
+                seconds = float(second + digits)  # the exact decimal value, rounded once
+                if seconds < _LATEST + 1:  # 9999-12-31T23:59:59.9999999Z rounds up to year 10000
+                    return seconds
     return parse_rfc3339(text)
 
 
-_SECOND_WITH_POINT_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})\.", re.ASCII)
+_SECOND_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})[.Z]", re.ASCII)
 
 
 @functools.lru_cache(maxsize=4096)
 def _decimal_second(text: str) -> str | None:
-    """`2026-01-01T00:00:00.` (a UTC date and time of day as `format_timestamp` writes them before
-    a fraction) -> its seconds since the epoch as decimal text up to the point (`1767225600.`), to
-    which the fraction's digits append; None when the text is not of that form, names no such date,
-    or is before the epoch (whose fractions `parse_rfc3339` adds exactly). Cached: the objects
-    written within one second share it."""
-    match = _SECOND_WITH_POINT_RE.fullmatch(text)
+    """`2026-01-01T00:00:00.` or `2026-01-01T00:00:00Z` (a UTC date and time of day as
+    `format_timestamp` writes them, then a fraction's point or the zone) -> its seconds since the
+    epoch as decimal text up to the point (`1767225600.`), to which a fraction's digits append;
+    None when the text is not of that form, names no such date, or is before the epoch (whose
+    fractions `parse_rfc3339` adds exactly). Cached: the objects written within one second share
+    it."""
+    match = _SECOND_RE.fullmatch(text)
     if match is None:
         return None
     try:
