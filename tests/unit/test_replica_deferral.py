@@ -68,14 +68,21 @@ def records(plan: list[tuple[int, str, str]]) -> list[ConsumerRecord]:
     return out
 
 
+def fed_copy(batch: list[ConsumerRecord], defer: bool) -> tuple[Cluster, Nominator, Replica]:
+    """A cluster copy with its nominator, `batch` applied record by record (pending pods' records
+    deferred when `defer`). Called inside a running event loop: the Replica's reader needs one."""
+    cluster = Cluster(lambda: 1000.0, authoritative=False)
+    nominator = Nominator()
+    cluster.listeners.append(nominator_feed(nominator))
+    replica = Replica(cluster, "127.0.0.1:9", PREFIX, defer_pending_pods=defer)
+    for record in batch:
+        replica._apply(record)
+    return cluster, nominator, replica
+
+
 def follow(batch: list[ConsumerRecord], defer: bool) -> tuple[Cluster, Nominator, Replica]:
     async def build() -> tuple[Cluster, Nominator, Replica]:
-        cluster = Cluster(lambda: 1000.0, authoritative=False)
-        nominator = Nominator()
-        cluster.listeners.append(nominator_feed(nominator))
-        replica = Replica(cluster, "127.0.0.1:9", PREFIX, defer_pending_pods=defer)
-        for record in batch:
-            replica._apply(record)
+        cluster, nominator, replica = fed_copy(batch, defer)
         replica.apply_deferred()
         await replica.reader.stop()
         return cluster, nominator, replica
@@ -133,12 +140,7 @@ def test_applying_some_pods_deferred_records_first_leaves_them_as_they_came(
     batch = records(plan)
 
     async def build() -> tuple[dict[str, object], dict[str, object], dict[str, str]]:
-        cluster = Cluster(lambda: 1000.0, authoritative=False)
-        nominator = Nominator()
-        cluster.listeners.append(nominator_feed(nominator))
-        replica = Replica(cluster, "127.0.0.1:9", PREFIX, defer_pending_pods=True)
-        for record in batch:
-            replica._apply(record)
+        cluster, nominator, replica = fed_copy(batch, defer=True)
         uids = {uid for uid in replica._deferred if int(uid.split("-")[1]) in named}
         assert replica.apply_deferred(uids) == len(uids)
         partial = state(cluster, nominator, replica)
