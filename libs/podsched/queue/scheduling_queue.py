@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from podsched.api.types import Pod
@@ -252,8 +252,9 @@ class SchedulingQueue:
         self._first_seen.pop(uid, None)
         self._unschedulable.pop(uid, None)
 
-    def _unschedulable_in_order(self) -> list[str]:
-        return sorted(self._unschedulable, key=self._unschedulable.__getitem__)
+    def _unschedulable_in_order(self, uids: Iterable[str] | None = None) -> list[str]:
+        """`uids` (default: every unschedulable pod), in pool order."""
+        return sorted(self._unschedulable if uids is None else uids, key=self._unschedulable.__getitem__)
 
     def _push_active(self, info: QueuedPodInfo) -> None:
         seq = next(self._seq)
@@ -1007,8 +1008,9 @@ class SchedulingQueue:
         if not registered:
             return []
         infos = self._infos
-        interested = [uid for uid in self._unschedulable if not registered.isdisjoint(infos[uid].unschedulable_plugins)]
-        return sorted(interested, key=self._unschedulable.__getitem__)
+        return self._unschedulable_in_order(
+            uid for uid in self._unschedulable if not registered.isdisjoint(infos[uid].unschedulable_plugins)
+        )
 
     def flush_unschedulable_leftover(self) -> int:
         """Pods that waited longer than podMaxInUnschedulablePodsDuration are retried."""
