@@ -26,7 +26,8 @@ from podsched.api.types import (
     PodGroup,
 )
 from podsched.cluster import events as ev
-from podsched.cluster.node_agent import NodeAgent, started
+from podsched.cluster.node_agent import NodeAgent, start
+from podsched.cluster.pod_copy import copy_pod, copy_spec, copy_status
 from podsched.cluster.store import Store
 from podsched.framework.node_info import NodeInfo, PodInfo
 from podsched.framework.resource import pod_requests
@@ -86,13 +87,16 @@ class Binder:
             raise BindError(BIND_POD_TERMINATING, f"pod {pod.namespace}/{pod.name} is being deleted")
         _node_with_room(pod, node_name, self.store.node_infos.get(node_name))
         now = self.clock()
-        status = replace(
-            pod.status,
-            nominated_node_name="",  # cleared once bound (ClearingNominatedNodeNameAfterBinding)
-            conditions=with_condition(pod, PodCondition(CONDITION_POD_SCHEDULED, "True", last_transition_time=now)),
-        )
-        # The node agent starts a bound pod at once.
-        new = replace(pod, spec=replace(pod.spec, node_name=node_name), status=started(status, now))
+        # Fresh copies changed in place: a bind is the binder's hottest write (see `pod_copy`).
+        spec = copy_spec(pod.spec)
+        spec.node_name = node_name
+        status = copy_status(pod.status)
+        status.nominated_node_name = ""  # cleared once bound (ClearingNominatedNodeNameAfterBinding)
+        status.conditions = with_condition(pod, PodCondition(CONDITION_POD_SCHEDULED, "True", last_transition_time=now))
+        start(status, now)  # the node agent starts a bound pod at once
+        new = copy_pod(pod)
+        new.spec = spec
+        new.status = status
         self.store.stamp(new)
         self.store.store_pod(pod, new)
         self.recorder.record(

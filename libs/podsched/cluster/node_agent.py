@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from podsched.api.types import KIND_POD, POD_FAILED, POD_RUNNING, POD_SUCCEEDED, Pod, PodCondition, PodStatus
 from podsched.cluster import events as ev
+from podsched.cluster.pod_copy import copy_status
 from podsched.cluster.store import REMOVED, Change, Store
 from podsched.framework.resource import pod_requests
 from podsched.plugins.node_resources import fits_request
@@ -48,9 +49,17 @@ def exit_code(pod: Pod) -> int:
         return 1
 
 
+def start(status: PodStatus, start_time: float) -> None:
+    """Make `status`, a fresh copy of a pod's, the status of a pod the agent has started."""
+    status.phase = POD_RUNNING
+    status.start_time = start_time
+
+
 def started(status: PodStatus, start_time: float) -> PodStatus:
     """The status of a pod the agent has started."""
-    return replace(status, phase=POD_RUNNING, start_time=start_time)
+    new = copy_status(status)
+    start(new, start_time)
+    return new
 
 
 class NodeAgent:

@@ -13,7 +13,7 @@ with it and a restarting binder rebuilds with it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from podsched.api.types import (
@@ -36,6 +36,7 @@ from podsched.api.types import (
     Workload,
 )
 from podsched.cluster import quota
+from podsched.cluster.pod_copy import copy_pod, copy_status
 from podsched.framework.node_info import NodeInfo, PodInfo
 
 # Change types reported to listeners.
@@ -219,7 +220,13 @@ class Store:
         self.notify(Change(change_type, KIND_POD, old, new))
 
     def update_pod_status(self, pod: Pod, **status_changes: Any) -> Pod:
-        new = replace(pod, status=replace(pod.status, **status_changes))
+        """Store `pod` with the status fields named changed (a name that is none of them raises
+        AttributeError, before anything changes)."""
+        status = copy_status(pod.status)
+        for name, value in status_changes.items():
+            setattr(status, name, value)
+        new = copy_pod(pod)
+        new.status = status
         self.stamp(new)
         self.store_pod(pod, new)
         return new

@@ -1,0 +1,31 @@
+"""Shallow copies of a pod and of its spec and status, field by field: what `dataclasses.replace`
+gives with no changes, for the writes that copy a pod to change a few of its fields in place.
+
+`replace` looks up every field and calls the class's `__init__` by keyword on each call: about 5 us
+a copy, four of them in a bind (pod, spec, status, and the started status), 20 of the bind's 54 us
+(benchmarks.binder_micro). A positional copy of every field costs a few hundred ns. A copy shares
+every value with its source (metadata too, as `replace` does); the caller sets the fields that
+change on the fresh copy, never on its source."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from operator import attrgetter
+
+from podsched.api.types import Pod, PodSpec, PodStatus
+
+_pod_values = attrgetter(*(f.name for f in fields(Pod)))
+_spec_values = attrgetter(*(f.name for f in fields(PodSpec)))
+_status_values = attrgetter(*(f.name for f in fields(PodStatus)))
+
+
+def copy_pod(pod: Pod) -> Pod:
+    return Pod(*_pod_values(pod))
+
+
+def copy_spec(spec: PodSpec) -> PodSpec:
+    return PodSpec(*_spec_values(spec))
+
+
+def copy_status(status: PodStatus) -> PodStatus:
+    return PodStatus(*_status_values(status))
