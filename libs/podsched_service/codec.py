@@ -96,20 +96,31 @@ def reference(obj: ApiObject) -> events_pb2.ObjectReference:
     return events_pb2.ObjectReference(kind=obj.kind, namespace=meta.namespace, name=meta.name, uid=meta.uid)
 
 
+def set_reference(field: events_pb2.ObjectReference, kind: str, namespace: str, name: str, uid: str) -> None:
+    """Write an ObjectReference into a message's field in place: one built apart and passed to the
+    message's constructor is copied again into it."""
+    field.kind = kind
+    field.namespace = namespace
+    field.name = name
+    field.uid = uid
+
+
 def change_message(
     change_type: str, obj: ApiObject, writer: str, now: float, object_json: bytes | None = None
 ) -> events_pb2.ObjectChange:
     """One change of `obj` (its state after the change; the last state for a deletion) as an
     ObjectChange: the Kafka record's value and the Watch stream's item. `object_json` is `to_json(obj)`
     when the caller has it already."""
+    meta = obj.metadata
     message = events_pb2.ObjectChange(
         type=_CHANGE_TYPES[change_type],
-        object=reference(obj),
-        resource_version=obj.metadata.resource_version,
+        resource_version=meta.resource_version,
         object_json=to_json(obj) if object_json is None else object_json,
         writer=writer,
-        time=to_timestamp(now),
     )
+    # The reference and the time written in place (one a record: 3.7 -> 2.5 us with its serialization).
+    set_reference(message.object, obj.kind, meta.namespace, meta.name, meta.uid)
+    set_timestamp(message.time, now)
     if isinstance(obj, Pod):
         message.node_name = obj.spec.node_name
         message.phase = obj.status.phase
@@ -200,10 +211,6 @@ def pdb_status_from_json(status: dict[str, Any]) -> PodDisruptionBudgetStatus:
 # --- events ------------------------------------------------------------------------------------------
 
 
-def _ref_to_proto(ref: ev.ObjectReference) -> events_pb2.ObjectReference:
-    return events_pb2.ObjectReference(kind=ref.kind, namespace=ref.namespace, name=ref.name, uid=ref.uid)
-
-
 def _ref_from_proto(ref: events_pb2.ObjectReference) -> ev.ObjectReference:
     return ev.ObjectReference(ref.kind, ref.namespace, ref.name, ref.uid)
 
@@ -213,16 +220,19 @@ def event_to_proto(event: ev.Event) -> events_pb2.Event:
         type=event.type,
         reason=event.reason,
         message=event.message,
-        involved_object=_ref_to_proto(event.involved_object),
-        event_time=to_timestamp(event.event_time),
         reporting_controller=event.reporting_controller,
         action=event.action,
         count=event.count,
-        last_time=to_timestamp(event.last_time),
         sequence=event.sequence,
     )
-    if event.related is not None:
-        message.related.CopyFrom(_ref_to_proto(event.related))
+    # The references and times written in place (one an event: 4.4 -> 2.9 us with its serialization).
+    involved = event.involved_object
+    set_reference(message.involved_object, involved.kind, involved.namespace, involved.name, involved.uid)
+    set_timestamp(message.event_time, event.event_time)
+    set_timestamp(message.last_time, event.last_time)
+    related = event.related
+    if related is not None:
+        set_reference(message.related, related.kind, related.namespace, related.name, related.uid)
     return message
 
 

@@ -42,6 +42,19 @@ def test_bind_places_the_pod_records_scheduled_and_starts_it(cluster: Cluster) -
     assert cluster.node_infos["n1"].requested.milli_cpu == 1000
 
 
+def test_a_bind_stores_a_new_pod_and_leaves_the_pending_one_as_it_was(cluster: Cluster) -> None:
+    _, pod = cluster.apply(make_pod("p").req(cpu="1").obj())
+    cluster.nominate(pod.metadata.uid, "n1")
+    pending = cluster.pods_by_uid[pod.metadata.uid]
+    spec, status = pending.spec, pending.status
+    bound = cluster.bind(pod.metadata.uid, "n1")
+    assert bound is not pending and bound.spec is not spec and bound.status is not status
+    assert (spec.node_name, status.phase, status.nominated_node_name, status.start_time) == ("", "Pending", "n1", None)
+    assert pending.condition(CONDITION_POD_SCHEDULED) is None
+    assert (bound.status.nominated_node_name, bound.condition(CONDITION_POD_SCHEDULED).status) == ("", "True")
+    assert cluster.pods_by_uid[pod.metadata.uid] is bound
+
+
 def test_a_bind_that_would_overcommit_is_refused_and_changes_nothing(cluster: Cluster) -> None:
     _, first = cluster.apply(make_pod("first").req(cpu="2").obj())
     cluster.bind(first.metadata.uid, "n1")
