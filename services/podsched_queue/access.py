@@ -258,37 +258,36 @@ class ApiAccess:
         self, context: grpc.aio.ServicerContext, call: ApiCall, code: grpc.StatusCode, message: str
     ) -> audit_pb2.AuditEvent:
         target = call.target
-        ref = audit_pb2.ObjectReference(
-            resource=target.resource,
-            namespace=target.namespace,
-            name=target.name,
-            api_group=target.api_group,
-            api_version=target.api_version,
-        )
-        if call.uid and ref.name:
-            ref.uid = call.uid
-        elif call.object_json:
-            metadata = json.loads(call.object_json).get("metadata") or {}
-            ref.uid = str(metadata.get("uid", ""))
-            ref.name = ref.name or str(metadata.get("name", ""))
         span_context = trace.get_current_span().get_span_context()
         agent = next((str(v) for k, v in (context.invocation_metadata() or ()) if k == "user-agent"), "")
+        accepted = code == grpc.StatusCode.OK
         event = audit_pb2.AuditEvent(
             audit_id=call.audit_id,
             stage=audit_pb2.AuditEvent.RESPONSE_COMPLETE,
             verb=call.verb,
-            user=self._user_info(call.user),
             source_ips=source_ips(context.peer() or ""),
-            object_ref=ref,
-            response_status=(_ACCEPTED[call.created] if code == grpc.StatusCode.OK else response_status(code, message)),
             decision=call.decision,  # type: ignore[arg-type]
             reason=call.reason,
             trace_id=format(span_context.trace_id, "032x") if span_context.is_valid else "",
             request_uri=call.method,
             user_agent=agent,
-            resource_version=call.resource_version if code == grpc.StatusCode.OK else 0,
+            resource_version=call.resource_version if accepted else 0,
         )
-        # Written in place: a Timestamp built apart is copied again into the event.
+        # The parts are written into the event in place: one built apart is copied again into it.
+        ref = event.object_ref
+        ref.resource = target.resource
+        ref.namespace = target.namespace
+        ref.name = target.name
+        ref.api_group = target.api_group
+        ref.api_version = target.api_version
+        if call.uid and target.name:
+            ref.uid = call.uid
+        elif call.object_json:
+            metadata = json.loads(call.object_json).get("metadata") or {}
+            ref.uid = str(metadata.get("uid", ""))
+            ref.name = target.name or str(metadata.get("name", ""))
+        event.user.MergeFrom(self._user_info(call.user))
+        event.response_status.MergeFrom(_ACCEPTED[call.created] if accepted else response_status(code, message))
         set_timestamp(event.request_received_timestamp, call.received)
         set_timestamp(event.stage_timestamp, self.clock.time())
         return event

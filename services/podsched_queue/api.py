@@ -60,12 +60,24 @@ MAX_APPLY_BATCH = 1000
 
 class ItemContext:
     """The servicer context of one object of an ApplyBatch: the call's metadata, peer and
-    credentials, but an abort ends only this object (its code and message become its result)."""
+    credentials, but an abort ends only this object (its code and message become its result).
 
-    def __init__(self, context: grpc.aio.ServicerContext) -> None:
+    The call's metadata and peer are read from the call once for all its objects (`metadata`,
+    `peer`): each object reads its metadata twice (its bearer token, its audit record's user agent),
+    and grpc.aio builds the tuple anew each time, about 1.3 us."""
+
+    def __init__(self, context: grpc.aio.ServicerContext, metadata: Any, peer: str) -> None:
         self._context = context
+        self._metadata = metadata
+        self._peer = peer
         self._code: grpc.StatusCode | None = None
         self._details: str | None = None
+
+    def invocation_metadata(self) -> Any:
+        return self._metadata
+
+    def peer(self) -> str:
+        return self._peer
 
     async def abort(self, code: grpc.StatusCode, details: str = "", trailing_metadata: Any = ()) -> None:
         self._code, self._details = code, details
@@ -149,8 +161,10 @@ class PodSchedServicer(api_pb2_grpc.PodSchedServicer):
                 f"error: {len(request.requests)} objects in one ApplyBatch; at most {MAX_APPLY_BATCH}",
             )
 
+        metadata, peer = context.invocation_metadata(), context.peer()
+
         async def one(item: api_pb2.ApplyRequest) -> api_pb2.ApplyResult:
-            item_context = ItemContext(context)
+            item_context = ItemContext(context, metadata, peer)
             try:
                 return api_pb2.ApplyResult(response=await self.Apply(item, item_context))
             except grpc.aio.AbortError:
