@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -186,7 +186,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         pod = await self._lookup(request.pod, context)
         try:
             # The batch's earlier nominations count here as they will in the log (and in the workers).
-            with self.copy.assumed_nominations(request.assumed_nominations):
+            with self.copy.assumed_nominations(request.assumed_nominations), self._assumed_binds(request.assumed_binds):
                 return self._decide(pod, request)
         except (TimeoutError, RuntimeError) as error:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"preemption dry run failed: {error}")
@@ -199,7 +199,12 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         # victims and PDBs are of bound pods): the other pending pods' records stay undecoded, as
         # without a run. Decoding them all was a fifth of this service's CPU in PreemptionAsync and
         # Unschedulable, whose every run came while thousands of measured pods were pending.
-        run_pods = [first.pod.uid, *(n.pod_uid for n in first.assumed_nominations), *(ref.uid for ref in request.next)]
+        run_pods = [
+            first.pod.uid,
+            *(n.pod_uid for n in first.assumed_nominations),
+            *(b.pod_uid for b in first.assumed_binds),
+            *(ref.uid for ref in request.next),
+        ]
         await self.copy.catch_up(first.min_resource_version, context, pods=run_pods)
         if first.pod.pod_json:
             await context.abort(
@@ -210,6 +215,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         try:
             with contextlib.ExitStack() as assumed:
                 assumed.enter_context(self.copy.assumed_nominations(first.assumed_nominations))
+                assumed.enter_context(self._assumed_binds(first.assumed_binds))
                 decision = self._decide(pod, first)
                 response.decisions.add(decision=decision)
                 if not decision.stale_filter_result:
@@ -327,6 +333,21 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
         except PodLookupError as error:
             await context.abort(error.code, str(error))
             raise  # unreachable: abort raises
+
+    @contextlib.contextmanager
+    def _assumed_binds(self, binds: Sequence[filter_pb2.AssumedBind]) -> Iterator[None]:
+        """The caller's placements whose Bind is still being committed, on their nodes for one request:
+        kube-scheduler's PostFilter sees the pods its earlier cycles assumed, whether or not their
+        binding has finished."""
+        if not binds:
+            yield
+            return
+        assumed = AssumedPods(self.copy.cluster.snapshot(), self.copy.nominator, self._node_changed)
+        try:
+            assume_binds(assumed, self.copy.cluster, binds)
+            yield
+        finally:
+            assumed.forget_all()
 
     def _assume(self, pod: Pod, decision: preemption_pb2.PostFilterResponse) -> AbstractContextManager[None]:
         """The nominator as the decision's RecordFailure will leave it, as the queue assumes it for
@@ -459,6 +480,7 @@ class PreemptionServicer(preemption_pb2_grpc.PreemptionServicer):
                 now,
                 pods_by_uid,
                 assumed,
+                binds=[(b.pod_uid, b.node_name) for b in request.assumed_binds],
                 trace_carrier=self.observer.shard_carrier(),
             )
 

@@ -27,10 +27,11 @@ from podsched.plugins.registry import build_framework, victim_policy_of
 from podsched.preemption.sharding import run_shard
 from podsched.preemption.victims import NodeVictims
 from podsched.queue.nominator import assumed_nominations
+from podsched.scheduler.assumed import AssumedPods
 from podsched.scheduler.profile import Profiles
 from podsched_proto.filter.v1 import filter_pb2
 from podsched_service import gc_tuning, memory_trace, telemetry
-from podsched_service.scheduling import ClusterCopy, load_scheduler_config, pod_to_place
+from podsched_service.scheduling import ClusterCopy, assume_binds, load_scheduler_config, pod_to_place
 
 from .instrumentation import ShardTelemetry
 
@@ -114,12 +115,19 @@ async def _serve_worker(
             request = await requests.get()
             if request is None:
                 return
-            request_id, pod_uid, pod_json, node_names, min_version, now, wanted, trace_carrier, assumed = request
+            request_id, pod_uid, pod_json, node_names, min_version, now, wanted, trace_carrier, assumed, binds = request
             with observer.selecting_victims(index, pod_uid, len(node_names), trace_carrier):
                 try:
                     await copy.replica.wait_for(min_version)
                     with assumed_nominations(copy.nominator, copy.cluster.pods_by_uid, assumed):
-                        outcomes = _run(copy.cluster, frameworks, pod_uid, pod_json, node_names, now, wanted)
+                        # The coordinator's binds under way, as its own dry run assumes them.
+                        placed = AssumedPods(copy.cluster.snapshot(), copy.nominator, lambda node_name: None)
+                        try:
+                            wire = [filter_pb2.AssumedBind(pod_uid=uid, node_name=node) for uid, node in binds]
+                            assume_binds(placed, copy.cluster, wire)
+                            outcomes = _run(copy.cluster, frameworks, pod_uid, pod_json, node_names, now, wanted)
+                        finally:
+                            placed.forget_all()
                     observer.shard_answered(sum(1 for outcome in outcomes if outcome[3] is None))
                     conn.send((request_id, "ok", outcomes))
                 except Exception as error:  # report, keep serving: the coordinator fails the RPC
@@ -210,6 +218,7 @@ class WorkerPool:
         now: float,
         victims_by_uid: dict[str, Any],
         assumed: Sequence[tuple[str, str]] = (),
+        binds: Sequence[tuple[str, str]] = (),
         trace_carrier: Mapping[str, str] | None = None,
     ) -> list[list[NodeVictims]]:
         """Blocking: the coordinator's PostFilter is one synchronous Evaluator.preempt call. Each
@@ -219,7 +228,9 @@ class WorkerPool:
         carrier = dict(trace_carrier or {})
         for conn, shard in zip(used, shards, strict=True):
             names = [info.name for info in shard]
-            conn.send((request_id, pod_uid, pod_json, names, min_version, now, wanted, carrier, list(assumed)))
+            conn.send(
+                (request_id, pod_uid, pod_json, names, min_version, now, wanted, carrier, list(assumed), list(binds))
+            )
         results: list[list[NodeVictims]] = []
         for index, conn in enumerate(used):
             while True:  # skip late answers to an earlier request that timed out

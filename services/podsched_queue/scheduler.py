@@ -521,7 +521,7 @@ class Scheduler:
         The filter places the pods in queue order, each on the cluster with the earlier ones assumed
         on their nodes, and stops at the first pod that fits nowhere: exactly what that many
         one-pod cycles decide. The placed pods are bound together (one binder transaction), then the
-        pod that did not fit goes through PostFilter on a view that includes those binds, and the
+        pod that did not fit goes through PostFilter with those binds assumed while they go on, and the
         pods after it are filtered next, with its nomination assumed: by the preemption service, on
         the copy PostFilter read, while they fit nowhere (a run of preemptors), else by FindNodes."""
         attempts: list[Attempt] = []
@@ -608,13 +608,14 @@ class Scheduler:
         fit_nowhere = [(a, p) for a, p in unplaced if not p.error]
         if not fit_nowhere:
             return untried
-        # 4. PostFilter for the pod that fit nowhere, on a view with every earlier placement bound.
+        # 4. PostFilter for the pod that fit nowhere, with the placed pods' Bind still in flight
+        # assumed on their nodes, as kube-scheduler's PostFilter sees the pods its earlier cycles
+        # assumed while their binding goes on.
         attempt, placement = fit_nowhere[0]
-        all_bound = await self._finish_bind(batch) and all_bound
         if not all_bound:
-            # That pod was filtered with every earlier pod assumed in place, and one of those binds
-            # was refused: its diagnosis is of a cluster that does not exist. It and the pods after
-            # it go back untried and are filtered again next batch.
+            # That pod was filtered with the previous Bind's pods assumed in place, and one of those
+            # binds was refused: its diagnosis is of a cluster that does not exist. It and the pods
+            # after it go back untried and are filtered again next batch.
             self._requeue([attempt, *untried])
             return []
         with self.observer.within(attempt):
@@ -702,6 +703,7 @@ class Scheduler:
                     min_resource_version=self.written.view_version,
                     filter_resource_version=filter_version,
                     assumed_nominations=batch.assumed,
+                    assumed_binds=self.pipeline.assumed_binds(),
                 ),
                 next=[filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=self.observer.carrier(a)) for a in run],
             )

@@ -137,6 +137,54 @@ def as_one_run(stack: ServiceStack, uids: dict[str, str], version: int) -> preem
         return run
 
 
+def first_decision(
+    stack: ServiceStack, uids: dict[str, str], version: int, binds: list[filter_pb2.AssumedBind]
+) -> preemption_pb2.PostFilterResponse:
+    """pre-a's FindNodes and its PostFilterRun alone, with `binds` under way assumed in both, as the
+    queue sends them while the Bind of the pods its FindNodes placed is in flight."""
+    with (
+        grpc.insecure_channel(stack.settings.addresses["filter"]) as filter_channel,
+        grpc.insecure_channel(stack.settings.addresses["preemption"]) as preemption_channel,
+    ):
+        found = filter_pb2_grpc.FilterStub(filter_channel).FindNodes(
+            filter_pb2.FindNodesRequest(
+                pods=[filter_pb2.PodToPlace(uid=uids["pre-a"])],
+                min_resource_version=version,
+                dry_run=True,
+                assumed_binds=binds,
+            ),
+            timeout=30,
+        )
+        assert not found.placements[0].node_name, "pre-a fits nowhere"
+        run: preemption_pb2.PostFilterRunResponse = preemption_pb2_grpc.PreemptionStub(
+            preemption_channel
+        ).PostFilterRun(
+            preemption_pb2.PostFilterRunRequest(
+                first=preemption_pb2.PostFilterRequest(
+                    pod=filter_pb2.PodToPlace(uid=uids["pre-a"]),
+                    filter_result=found.placements[0],
+                    min_resource_version=version,
+                    filter_resource_version=found.resource_version,
+                    assumed_binds=binds,
+                )
+            ),
+            timeout=30,
+        )
+        return run.decisions[0].decision
+
+
+def assert_binds_in_flight_count_for_one_request(stack: ServiceStack, uids: dict[str, str], version: int) -> None:
+    """pre-f (3 CPU, high priority) assumed on the node pre-a would be nominated to: no eviction
+    there makes room for both, so pre-a is nominated elsewhere; the next request without the bind
+    decides as the first did (the assumption, and what the dry run kept of that node, is gone)."""
+    alone = first_decision(stack, uids, version, [])
+    assert alone.nominated_node_name and alone.victims
+    bind = filter_pb2.AssumedBind(pod_uid=uids["pre-f"], node_name=alone.nominated_node_name)
+    beside = first_decision(stack, uids, version, [bind])
+    assert beside.nominated_node_name and beside.nominated_node_name != alone.nominated_node_name
+    assert decision_fields(first_decision(stack, uids, version, [])) == decision_fields(alone)
+
+
 def test_a_run_decides_each_preemptor_as_its_own_findnodes_and_postfilter_would_and_stops_at_a_pod_that_fits(
     stack: ServiceStack, api: Api
 ) -> None:
@@ -208,6 +256,8 @@ def test_a_run_decides_each_preemptor_as_its_own_findnodes_and_postfilter_would_
     assert "run-n1" not in holding.values() and all(d["pdb_violations"] == 0 for d in decided)
     never = decided[names.index("never")]
     assert not never["nominated"] and "preemptionPolicy=Never" in never["message"]
+    # A Bind in flight counts for the run's PostFilter, for that request only.
+    assert_binds_in_flight_count_for_one_request(stack, uids, version)
 
 
 def test_a_batch_of_preemptors_goes_through_runs_and_binds_where_the_runs_nominated(
@@ -254,6 +304,8 @@ def test_with_every_dry_run_on_the_worker_pool_a_run_is_its_first_pod_only(kafka
         assert len(run.decisions) == 1
         decision = run.decisions[0].decision
         assert decision.nominated_node_name and len(decision.victims) >= 1
+        # The workers assume the coordinator's binds under way as it does.
+        assert_binds_in_flight_count_for_one_request(stack, uids, version)
     finally:
         api.close()
         started.close()

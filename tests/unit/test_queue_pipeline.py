@@ -567,20 +567,41 @@ def test_a_failed_bind_sends_its_pods_back_to_the_queue_with_backoff() -> None:
     run(scenario)
 
 
+def test_a_pod_that_fits_nowhere_goes_to_post_filter_with_the_bind_in_flight_assumed() -> None:
+    async def scenario() -> None:
+        gate = asyncio.Event()
+        h = Harness([pod("a", HIGH_PRIORITY), pod("b", LOW_PRIORITY)], {"a": "n1"}, binder=FakeBinder(gate=gate))
+        await h.scheduler.run_once()
+        # b's PostFilter did not wait for a's Bind: it sees a on n1, as kube-scheduler's PostFilter
+        # sees a pod its earlier cycle assumed while the binding goes on.
+        (run_request,) = h.preemption.requests
+        assert run_request.first.pod.uid == h.uid("b")
+        assert [(b.pod_uid, b.node_name) for b in run_request.first.assumed_binds] == [(h.uid("a"), "n1")]
+        assert h.scheduler.pipeline.bind is not None and h.telemetry.results == []
+        gate.set()
+        await h.scheduler.run_once()  # nothing popped: the Bind is drained, then the failure settles
+        await h.scheduler.run_once()
+        assert sorted(h.telemetry.results) == [("a", SCHEDULED), ("b", UNSCHEDULABLE)]
+
+    run(scenario)
+
+
 def test_a_refused_bind_fails_its_pod_and_sends_the_pod_filtered_on_it_back_untried() -> None:
     async def scenario() -> None:
-        h = Harness([pod("a", HIGH_PRIORITY), pod("b", LOW_PRIORITY)], {"a": "n1"})
+        h = Harness([pod("a", HIGH_PRIORITY), pod("preemptor", MID_PRIORITY), pod("b", LOW_PRIORITY)], {"a": "n1"})
         h.binder.refuse = {h.uid("a")}
         await h.scheduler.run_once()
-        # b was filtered with a assumed on n1, which the binder refused: no PostFilter on that view.
-        assert h.preemption.requests == []
+        # The preemptor's PostFilter ran with a's Bind in flight assumed; b was filtered next with a
+        # still assumed on n1, and the binder had refused a by then: no PostFilter on that view.
+        (run_request,) = h.preemption.requests
+        assert run_request.first.pod.uid == h.uid("preemptor")
         assert h.queue.location(h.uid("b")) == sq.ACTIVE
         await asyncio.sleep(0)  # a's RecordFailure leaves
-        (failure,) = h.binder.failures
-        assert failure.pod_uid == h.uid("a") and failure.message == "refused"
+        refused = [f for f in h.binder.failures if f.pod_uid == h.uid("a")]
+        assert [f.message for f in refused] == ["refused"]
         assert h.telemetry.results == [("b", REQUEUED)]
-        await h.scheduler.run_once()  # b's next batch waits for a's failure to settle
-        assert h.telemetry.results[:2] == [("b", REQUEUED), ("a", ERROR)]
+        await h.scheduler.run_once()  # b's next batch waits for the failures to settle
+        assert sorted(h.telemetry.results[1:3]) == [("a", ERROR), ("preemptor", UNSCHEDULABLE)]
 
     run(scenario)
 
