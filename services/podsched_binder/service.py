@@ -441,47 +441,60 @@ class BinderServicer(binder_pb2_grpc.BinderServicer):
         return outcomes
 
     async def Write(self, request: binder_pb2.WriteRequest, context: grpc.aio.ServicerContext) -> Any:
-        outcome = await self._write(request)
+        (outcome,) = await self._write_all([request])
         if outcome.code:
             code = status_code_of(outcome.code)
             await context.abort(code, outcome.message)
         return outcome.response
 
     async def WriteMany(self, request: binder_pb2.WriteManyRequest, context: grpc.aio.ServicerContext) -> Any:
-        outcomes = await asyncio.gather(*(self._write(write) for write in request.writes))
-        return binder_pb2.WriteManyResponse(outcomes=outcomes)
+        return binder_pb2.WriteManyResponse(outcomes=await self._write_all(request.writes))
 
-    async def _write(self, write: binder_pb2.WriteRequest) -> binder_pb2.WriteOutcome:
-        """One write, as Write and each object of WriteMany answer it: the stored object, or the status
-        code and kubectl line of the refusal."""
+    async def _write_all(self, writes: Sequence[binder_pb2.WriteRequest]) -> list[binder_pb2.WriteOutcome]:
+        """Each write as Write answers it, in order: the stored object, or the status code and kubectl
+        line of the refusal. Every object is decoded first, then all are submitted at once, each its
+        own operation in the trace its request carries (the RPC's own if none): no task per object,
+        as a gather of one coroutine per object had."""
+        outcomes: list[binder_pb2.WriteOutcome | None] = []
+        applies: list[tuple[Callable[[Cluster], Any], TraceContext | None]] = []
+        for write in writes:
+            decoded = _decoded_write(write)
+            if isinstance(decoded, binder_pb2.WriteOutcome):
+                outcomes.append(decoded)
+            else:
+                outcomes.append(None)
+                applies.append((self._storing(decoded), self.observer.trace_of(write.trace_context)))
         try:
-            obj = decode_object(parse_json(write.object_json), owned=True)
-        except ApiError as error:
-            return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
-        except ValueError as error:
-            code = grpc.StatusCode.INVALID_ARGUMENT.value[0]
-            return binder_pb2.WriteOutcome(code=code, message=f"error: invalid JSON: {error}")
+            submitted = iter(self.binder.submit_all(applies))
+        except RuntimeError as error:  # the binder is restarting after a failed commit
+            return [_refused_write(error) if outcome is None else outcome for outcome in outcomes]
+        written: list[binder_pb2.WriteOutcome] = []
+        for outcome in outcomes:
+            if outcome is None:
+                try:
+                    (action, stored_json, uid), (version, sequence) = await next(submitted)
+                except Exception as error:  # an admission refusal, or a bug logged by the write loop
+                    outcome = _refused_write(error)
+                else:
+                    response = binder_pb2.WriteResponse(
+                        action=action,
+                        object_json=stored_json,
+                        resource_version=version,
+                        event_sequence=sequence,
+                        uid=uid,
+                    )
+                    outcome = binder_pb2.WriteOutcome(response=response)
+            written.append(outcome)
+        return written
+
+    def _storing(self, obj: Any) -> Callable[[Cluster], tuple[str, bytes, str]]:
+        """The operation that stores a decoded object: (action, the stored object's JSON, its uid)."""
 
         def apply(cluster: Cluster) -> tuple[str, bytes, str]:
             action, stored = cluster.apply(obj)
             return action, self.binder.json_of(stored), stored.metadata.uid
 
-        try:
-            # The write's spans and records join the trace of the request it came from: the RPC's own
-            # for Write, the one each object of a WriteMany carries (each runs as its own task under
-            # gather, so entering it here touches no other write's context).
-            with self.observer.within(self.observer.trace_of(write.trace_context)):
-                (action, stored_json, uid), (version, sequence) = await self.binder.submit(apply)
-        except ApiError as error:
-            return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
-        except RuntimeError as error:  # the binder is restarting after a failed commit
-            return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNAVAILABLE.value[0], message=str(error))
-        except Exception as error:  # a bug, logged by the write loop: this write fails alone
-            return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNKNOWN.value[0], message=str(error))
-        response = binder_pb2.WriteResponse(
-            action=action, object_json=stored_json, resource_version=version, event_sequence=sequence, uid=uid
-        )
-        return binder_pb2.WriteOutcome(response=response)
+        return apply
 
     async def Delete(self, request: binder_pb2.DeleteRequest, context: grpc.aio.ServicerContext) -> Any:
         grace = request.grace_period_seconds if request.HasField("grace_period_seconds") else None
@@ -640,6 +653,27 @@ class Refused:
 
     code: grpc.StatusCode
     message: str
+
+
+def _decoded_write(write: binder_pb2.WriteRequest) -> Any:
+    """The write's object, decoded and validated, or the outcome refusing it (a WriteOutcome)."""
+    try:
+        return decode_object(parse_json(write.object_json), owned=True)
+    except ApiError as error:
+        return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
+    except ValueError as error:
+        code = grpc.StatusCode.INVALID_ARGUMENT.value[0]
+        return binder_pb2.WriteOutcome(code=code, message=f"error: invalid JSON: {error}")
+
+
+def _refused_write(error: Exception) -> binder_pb2.WriteOutcome:
+    """A write's refusal: an admission error's own code and kubectl line, UNAVAILABLE while the
+    binder restarts after a failed commit, UNKNOWN for a bug."""
+    if isinstance(error, ApiError):
+        return binder_pb2.WriteOutcome(code=status_code(error).value[0], message=error.kubectl_message())
+    if isinstance(error, RuntimeError):
+        return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNAVAILABLE.value[0], message=str(error))
+    return binder_pb2.WriteOutcome(code=grpc.StatusCode.UNKNOWN.value[0], message=str(error))
 
 
 def _refusal(error: Exception) -> tuple[grpc.StatusCode, str]:
