@@ -73,6 +73,13 @@ def admit(store: Store, obj: ApiObject, quota_config: QuotaAdmissionConfig) -> A
     An object without a name but with metadata.generateName is a create under a generated name."""
     if not obj.metadata.name and obj.metadata.generate_name:
         obj.metadata.name = _generated_name(store, obj)
+    if isinstance(obj, Pod):  # first: nearly every write is a pod's
+        old_pod = store.pods.get(obj.key)
+        if old_pod is None:
+            return Admitted(CREATED, admit_new_pod(store, obj, quota_config), None)
+        # Upstream charges quota on CREATE only: an update never changes what a pod uses here.
+        updated = pod_update(old_pod, obj)
+        return Admitted(UNCHANGED, old_pod, old_pod) if updated is None else Admitted(CONFIGURED, updated, old_pod)
     if isinstance(obj, ReplicaSet | Deployment | Job):
         return admit_workload(store, obj)
     if isinstance(obj, PriorityClass):
@@ -95,20 +102,13 @@ def admit(store: Store, obj: ApiObject, quota_config: QuotaAdmissionConfig) -> A
             obj.max_unavailable,
         )
         return Admitted(_action(old_pdb, same_pdb), obj, old_pdb)
-    if isinstance(obj, ResourceQuota):
-        old_quota = store.resource_quotas.get(obj.key)
-        if old_quota is not None:
-            validate_resource_quota_update(old_quota, obj)
-        return Admitted(
-            _action(old_quota, old_quota is not None and quota_spec(old_quota) == quota_spec(obj)), obj, old_quota
-        )
-    assert isinstance(obj, Pod)
-    old_pod = store.pods.get(obj.key)
-    if old_pod is None:
-        return Admitted(CREATED, admit_new_pod(store, obj, quota_config), None)
-    # Upstream charges quota on CREATE only: an update never changes what a pod uses here.
-    updated = pod_update(old_pod, obj)
-    return Admitted(UNCHANGED, old_pod, old_pod) if updated is None else Admitted(CONFIGURED, updated, old_pod)
+    assert isinstance(obj, ResourceQuota)
+    old_quota = store.resource_quotas.get(obj.key)
+    if old_quota is not None:
+        validate_resource_quota_update(old_quota, obj)
+    return Admitted(
+        _action(old_quota, old_quota is not None and quota_spec(old_quota) == quota_spec(obj)), obj, old_quota
+    )
 
 
 def _generated_name(store: Store, obj: ApiObject) -> str:

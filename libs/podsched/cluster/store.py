@@ -44,6 +44,9 @@ ADDED = "ADDED"
 MODIFIED = "MODIFIED"
 REMOVED = "DELETED"
 
+# The phases of a pod that holds nothing on its node any more (`Store.occupies_node`).
+_TERMINAL_PHASES = (POD_FAILED, POD_SUCCEEDED)
+
 
 @dataclass(frozen=True, slots=True)
 class Change:
@@ -180,31 +183,40 @@ class Store:
         Succeeded pod kept for its controller holds nothing)."""
         return (
             bool(pod.spec.node_name)
-            and pod.status.phase not in (POD_FAILED, POD_SUCCEEDED)
+            and pod.status.phase not in _TERMINAL_PHASES
             and pod.spec.node_name in self.node_infos
         )
 
     def store_pod(self, old: Pod | None, new: Pod | None) -> None:
-        """Replace `old` by `new` everywhere (NodeInfo, indexes, quota usage, history) and notify."""
+        """Replace `old` by `new` everywhere (NodeInfo, indexes, quota usage, history) and notify.
+
+        Every copy of the cluster runs this for every pod change it writes or follows (a created
+        pod's bind is one in each of four processes): metadata and spec are read once each here,
+        and `occupies_node` is written out."""
         recharge = self.quota_keys and not (old is not None and new is not None and quota.charged_alike(old, new))
+        node_infos = self.node_infos
         if old is not None:
-            if self.occupies_node(old):
-                self.node_infos[old.spec.node_name].remove_pod(old)
-            self.changed_pod_namespaces.add(old.namespace)
+            old_meta, old_node = old.metadata, old.spec.node_name
+            if old_node and old.status.phase not in _TERMINAL_PHASES and old_node in node_infos:
+                node_infos[old_node].remove_pod(old)
+            self.changed_pod_namespaces.add(old_meta.namespace)
             if recharge:
-                quota.charge(self.resource_quotas, self.quota_keys.get(old.namespace), old, -1)
+                quota.charge(self.resource_quotas, self.quota_keys.get(old_meta.namespace), old, -1)
         if new is not None:
+            meta, spec = new.metadata, new.spec
+            namespace = meta.namespace
             if recharge:
-                quota.charge(self.resource_quotas, self.quota_keys.get(new.namespace), new, 1)
-            self.pods[new.key] = new
-            self.pods_by_uid[new.uid] = new
-            if new.spec.pod_group_name is not None:  # the field is immutable: set once, on create
-                self.pod_group_pods.setdefault((new.namespace, new.spec.pod_group_name), {})[new.uid] = None
+                quota.charge(self.resource_quotas, self.quota_keys.get(namespace), new, 1)
+            self.pods[(namespace, meta.name)] = new
+            self.pods_by_uid[meta.uid] = new
+            if spec.pod_group_name is not None:  # the field is immutable: set once, on create
+                self.pod_group_pods.setdefault((namespace, spec.pod_group_name), {})[meta.uid] = None
             if self.keep_history:
-                self.history[new.uid] = new
-            if self.occupies_node(new):
-                self.node_infos[new.spec.node_name].add_pod(PodInfo(new))
-            self.changed_pod_namespaces.add(new.namespace)
+                self.history[meta.uid] = new
+            node_name = spec.node_name
+            if node_name and new.status.phase not in _TERMINAL_PHASES and node_name in node_infos:
+                node_infos[node_name].add_pod(PodInfo(new))
+            self.changed_pod_namespaces.add(namespace)
         elif old is not None:
             self.pods.pop(old.key, None)
             self.pods_by_uid.pop(old.uid, None)
