@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from podsched.api.pod_copy import copy_pod, copy_spec, copy_status
 from podsched.api.types import (
     CONDITION_DISRUPTION_TARGET,
     CONDITION_POD_SCHEDULED,
@@ -27,7 +28,6 @@ from podsched.api.types import (
 )
 from podsched.cluster import events as ev
 from podsched.cluster.node_agent import NodeAgent, start
-from podsched.cluster.pod_copy import copy_pod, copy_spec, copy_status
 from podsched.cluster.store import Store
 from podsched.framework.node_info import NodeInfo, PodInfo
 from podsched.framework.resource import pod_requests

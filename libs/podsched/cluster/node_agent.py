@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from podsched.api.pod_copy import copy_status
 from podsched.api.types import KIND_POD, POD_FAILED, POD_RUNNING, POD_SUCCEEDED, Pod, PodCondition, PodStatus
 from podsched.cluster import events as ev
-from podsched.cluster.pod_copy import copy_status
 from podsched.cluster.store import REMOVED, Change, Store
 from podsched.framework.resource import pod_requests
 from podsched.plugins.node_resources import fits_request

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from podsched.api.pod_copy import copy_pod, copy_status
 from podsched.api.types import (
     KIND_NODE,
     KIND_PDB,
@@ -36,7 +37,6 @@ from podsched.api.types import (
     Workload,
 )
 from podsched.cluster import quota
-from podsched.cluster.pod_copy import copy_pod, copy_status
 from podsched.framework.node_info import NodeInfo, PodInfo
 
 # Change types reported to listeners.

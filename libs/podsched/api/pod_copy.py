@@ -1,11 +1,11 @@
 """Shallow copies of a pod and of its spec and status, field by field: what `dataclasses.replace`
-gives with no changes, for the writes that copy a pod to change a few of its fields in place.
+gives with no changes, for the writes that copy a pod to change a few of its fields in place (a
+bind, a status update, Priority admission of a create).
 
-`replace` looks up every field and calls the class's `__init__` by keyword on each call: about 5 us
-a copy, four of them in a bind (pod, spec, status, and the started status), 20 of the bind's 54 us
-(benchmarks.binder_micro). A positional copy of every field costs a few hundred ns. A copy shares
-every value with its source (metadata too, as `replace` does); the caller sets the fields that
-change on the fresh copy, never on its source."""
+`replace` looks up every field and calls the class's `__init__` by keyword on each call: 2.1 us for
+a scheduler_perf pod's spec, 1.1 for its status, 1.0 for the pod; a positional copy of every field
+0.46, 0.28 and 0.27 us. A copy shares every value with its source (metadata too, as `replace`
+does); the caller sets the fields that change on the fresh copy, never on its source."""
 
 from __future__ import annotations
 
