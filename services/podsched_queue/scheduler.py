@@ -554,7 +554,9 @@ class Scheduler:
         server has them. The batch's failures are committed and read back once, at the end, before
         the failed pods go back to the queue; that settling goes on while the next batch runs, which
         assumes the nominations this batch decided until it is done (at most one batch settles at a
-        time)."""
+        time: a batch with failures of its own waits for the one before to settle first; a batch
+        without, such as the retries that bind after their preemption, does not wait, and the
+        batches after it keep assuming the settling batch's nominations)."""
         batch = self.pipeline.begin_batch()
         remaining = attempts
         try:
@@ -563,8 +565,8 @@ class Scheduler:
         except BaseException:
             await self._settle(batch.failures)
             raise
-        await self._finish_settling()
         if batch.failures:
+            await self._finish_settling()
             self.pipeline.start_settling(batch, asyncio.ensure_future(self._settle_in_background(batch.failures)))
 
     async def _finish_settling(self) -> None:
