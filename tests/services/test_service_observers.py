@@ -322,12 +322,12 @@ def test_a_preemption_worker_reports_each_shard_it_runs(kafka: KafkaBroker) -> N
             try:
                 await until(coordinator.poll, "the worker's ready")
                 assert coordinator.recv() == "ready"
-                shard = (1, preemptor.uid, b"", ["n1"], preemptor.resource_version, START, 1, {}, [])
+                shard = (1, preemptor.uid, b"", ["n1"], preemptor.resource_version, START, 1, {}, [], [])
                 coordinator.send(shard)
                 await until(coordinator.poll, "the shard's answer")
                 answer_id, kind, outcomes = coordinator.recv()
                 assert (answer_id, kind) == (1, "ok") and outcomes[0][0] == "n1" and outcomes[0][1]
-                gone = (2, "no-such-pod", b"", ["n1"], preemptor.resource_version, START, 1, {}, [])
+                gone = (2, "no-such-pod", b"", ["n1"], preemptor.resource_version, START, 1, {}, [], [])
                 coordinator.send(gone)
                 await until(coordinator.poll, "the failed shard's answer")
                 assert coordinator.recv()[:2] == (2, "error")
