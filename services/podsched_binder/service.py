@@ -1,18 +1,15 @@
 """The binder: the single writer of the cluster's state.
 
 Each RPC becomes an operation on the binder's `Cluster` (admission, binds that never overcommit,
-evictions with graceful termination, nominations). Operations run in batches: a batch's changes and
-events are sent to Kafka in one transaction, and every RPC in the batch is answered after that
-commit, so an acknowledged write is durable and a crash mid-batch leaves no trace of it. The next
-batch is applied in memory while the previous one's transaction commits; transactions themselves
-run one at a time, in order.
+evictions with graceful termination, nominations). Operations run one batch at a time: the batch's
+changes and events are sent to Kafka in one transaction, and every RPC in the batch is answered
+after the commit, so an acknowledged write is durable and a crash mid-batch leaves no trace of it.
 If a commit fails the in-memory state may be ahead of the log, so the binder exits and is rebuilt
 from the log on restart (crash-only: there is no other recovery path to get wrong)."""
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import functools
 import logging
@@ -120,18 +117,6 @@ class Operation:
     done: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
 
-@dataclass
-class AppliedBatch:
-    """A batch applied in memory and waiting for its transaction: each operation's outcome (True and
-    its result, or False and the error that refused it), the records to commit, and the (resource
-    version, last event sequence) its operations are answered with once it commits."""
-
-    operations: list[Operation]
-    outcomes: list[tuple[bool, Any]]
-    records: list[PendingRecord]
-    versions: tuple[int, int]
-
-
 class Binder:
     def __init__(
         self, config: BinderConfig, clock: Clock | None = None, observer: BinderObserver | None = None
@@ -160,9 +145,7 @@ class Binder:
         # The JSON of each object this batch recorded, by id (the object is held, so no id is reused
         # within the batch): a write answers with the JSON its record carries instead of encoding again.
         self._batch_json: dict[int, tuple[Any, bytes]] = {}
-        self._submitted: collections.deque[Operation] = collections.deque()  # not yet applied
-        self._arrived = asyncio.Event()  # set when operations are submitted
-        self._committing: asyncio.Task[None] | None = None  # the transaction of the batch applied last
+        self._operations: asyncio.Queue[Operation] = asyncio.Queue()
         self._wake_timer = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.producer: AIOKafkaProducer | None = None
@@ -277,10 +260,9 @@ class Binder:
     async def stop(self) -> None:
         if self.election is not None:
             await self.election.stop()
-        tasks = [*self._tasks, *([self._committing] if self._committing is not None else [])]
-        for task in tasks:
+        for task in self._tasks:
             task.cancel()
-        for task in tasks:
+        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         if self.producer is not None:
@@ -304,69 +286,31 @@ class Binder:
             raise RuntimeError("binder is restarting after a failed commit")
         current = self.observer.current_trace()
         operations = [Operation(apply, current if trace is None else trace) for apply, trace in applies]
-        self._submitted.extend(operations)
-        self._arrived.set()
+        for operation in operations:
+            self._operations.put_nowait(operation)
         return [operation.done for operation in operations]
 
     async def _write_loop(self) -> None:
-        """Apply the operations batch by batch and commit each batch in one transaction. The next
-        batch is applied while the previous one's transaction commits, so a write that arrives
-        meanwhile waits for the broker's round trips once, not for them and then for its batch's
-        apply. Transactions still run one at a time, in order, and an operation is answered only
-        once its own batch has committed; if a commit fails the process exits before the next
-        batch commits (crash-only), so a write applied after the failed one is never answered."""
         while True:
-            batch = await self._apply_next_batch()
-            if self._committing is not None:
-                await self._committing
-            self._committing = asyncio.create_task(self._commit_batch(batch), name="binder-commit")
+            batch = [await self._operations.get()]
+            while len(batch) < self.config.max_batch and not self._operations.empty():
+                batch.append(self._operations.get_nowait())
+            await self._run_batch(batch)
 
-    async def _apply_next_batch(self) -> AppliedBatch:
-        """Apply operations as they arrive: at least one, then every queued one and, while the
-        previous batch's transaction commits, each one that arrives meanwhile, up to max_batch."""
-        while not self._submitted:
-            self._arrived.clear()
-            await self._arrived.wait()
-        operations: list[Operation] = []
+    async def _run_batch(self, batch: list[Operation]) -> None:
         outcomes: list[tuple[bool, Any]] = []
-        while True:
-            while self._submitted and len(operations) < self.config.max_batch:
-                operation = self._submitted.popleft()
-                operations.append(operation)
-                outcomes.append(self._apply(operation))
-            committing = self._committing
-            if len(operations) >= self.config.max_batch or committing is None or committing.done():
-                break
-            self._arrived.clear()
-            arrival = asyncio.ensure_future(self._arrived.wait())
-            try:
-                await asyncio.wait((arrival, committing), return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                arrival.cancel()
-        return self._close_batch(operations, outcomes)
-
-    def _apply(self, operation: Operation) -> tuple[bool, Any]:
-        """Run one operation against the cluster, recording its changes: (True, its result), or
-        (False, the error that refused it)."""
+        self.observer.batch_started(len(batch))
         self._recording = True
         try:
-            with self.observer.within(operation.trace):
-                try:
-                    return True, operation.apply(self.cluster)
-                except (ApiError, BindError) as error:  # refused: changed nothing
-                    return False, error
-                except Exception as error:  # a bug: fail this write, keep the write loop alive
-                    log.exception("applying a write failed unexpectedly")
-                    return False, error
-        finally:
-            self._recording = False
-
-    def _close_batch(self, operations: list[Operation], outcomes: list[tuple[bool, Any]]) -> AppliedBatch:
-        """The batch's last changes (the reactions to its operations) and its records, with the
-        versions its operations are answered with once it commits."""
-        self.observer.batch_started(len(operations))
-        self._recording = True
-        try:
+            for operation in batch:
+                with self.observer.within(operation.trace):
+                    try:
+                        outcomes.append((True, operation.apply(self.cluster)))
+                    except (ApiError, BindError) as error:  # refused: changed nothing
+                        outcomes.append((False, error))
+                    except Exception as error:  # a bug: fail this write, keep the write loop alive
+                        log.exception("applying a write failed unexpectedly")
+                        outcomes.append((False, error))
             # Node-pressure eviction and the controllers react to this batch's changes in the same
             # transaction (a preempted pod's replacement commits with its eviction).
             try:
@@ -383,32 +327,28 @@ class Binder:
         if last_change is not None:  # sent under the last change's trace context: no trace of its own
             key, value = mark_record(self._last_recorded_version)
             records.append((self.objects_topic, key, value, last_change[3]))
-        # Events the topic no longer keeps, and more than a rebuilt binder reads, are forgotten: a
-        # binder running for weeks holds what one restarted now would (repeats match recent events).
-        self.cluster.recorder.expire(self.clock.time() - self.config.events_retention_ms / 1000, EVENTS_REPLAYED)
-        # The versions as of this batch: by the time it has committed, the next batch may have been
-        # applied but not committed, and a caller must never wait for a version that may vanish.
-        return AppliedBatch(operations, outcomes, records, self.versions())
-
-    async def _commit_batch(self, batch: AppliedBatch) -> None:
-        """Commit the batch's records, then answer its operations; exit the process if the commit
-        fails (the state in memory is ahead of the log)."""
-        if batch.records:
+        if records:
             try:
-                await self._commit(batch.records)
+                await self._commit(records)
             except Exception as error:
-                log.exception("commit of %d records failed; restarting to rebuild from the log", len(batch.records))
+                log.exception("commit of %d records failed; restarting to rebuild from the log", len(records))
                 self.failed.set()
-                for operation in batch.operations:
+                for operation in batch:
                     if not operation.done.done():
                         operation.done.set_exception(RuntimeError(f"write not committed: {error}"))
                 os._exit(3)  # crash-only: the state in memory is ahead of the log
         self._wake_timer.set()
-        for operation, (ok, value) in zip(batch.operations, batch.outcomes, strict=True):
+        # Events the topic no longer keeps, and more than a rebuilt binder reads, are forgotten: a
+        # binder running for weeks holds what one restarted now would (repeats match recent events).
+        self.cluster.recorder.expire(self.clock.time() - self.config.events_retention_ms / 1000, EVENTS_REPLAYED)
+        # The versions as committed: by the time a caller resumes, the next batch may have been
+        # applied but not committed, and a caller must never wait for a version that may vanish.
+        committed = self.versions()
+        for operation, (ok, value) in zip(batch, outcomes, strict=True):
             if operation.done.done():
                 continue
             if ok:
-                operation.done.set_result((value, batch.versions))
+                operation.done.set_result((value, committed))
             else:
                 operation.done.set_exception(value)
 
