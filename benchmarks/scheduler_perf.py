@@ -18,7 +18,8 @@ Kafka broker and this harness used during the measured phase, per measured pod) 
 CPU over the phase's wall time and the machine's cores); calibration_us (how fast the machine was
 just before: one pod record's decode, best of three timings); per_pod (scheduling attempts by result, the
 binder's Kafka transactions and records, per measured pod, from the services' metrics); call_ms
-(the queue's mean wait per call to each service, by method); and a PNG of throughput over time per
+(the queue's mean wait per call to each service, by method, and the binder's mean transaction,
+"commit"); and a PNG of throughput over time per
 workload in --plot-dir.
 
 Templates (test/integration/scheduler_perf/templates/): node 4 CPU / 32Gi / 110 pods; pod-default
@@ -456,6 +457,9 @@ async def run_workload(
         end_measured_phase = measured_phase(stack) if measured_phase is not None else None
         try:
             await apply_all(stub, workload.measured_documents(), sent_at, size=apply_batch, in_flight=in_flight)
+            # Upstream's barrier (waitUntilPodsScheduledInNamespace): a check at once, then one a
+            # second, and the collector stops at the check that sees every measured pod bound. A
+            # collector tick between the last bind and that check samples the last, partial second.
             deadline = time.monotonic() + timeout
             while watch.count(MEASURED_NAMESPACE) < workload.measured_pods:
                 if time.monotonic() > deadline:
@@ -463,8 +467,7 @@ async def run_workload(
                         f"{watch.count(MEASURED_NAMESPACE)}/{workload.measured_pods} measured pods "
                         f"bound after {timeout:.0f}s"
                     )
-                await asyncio.sleep(0.05)
-            await asyncio.sleep(SAMPLE_INTERVAL * 1.1)  # the last partial second gets its tick
+                await asyncio.sleep(SAMPLE_INTERVAL)
         finally:
             if end_measured_phase is not None:
                 end_measured_phase()
@@ -520,7 +523,7 @@ async def run_workload(
             "per_pod": {
                 name: round(value / workload.measured_pods, 3)
                 for name, value in sorted(counted.items())
-                if not name.startswith("grpc_client")
+                if not name.startswith(("grpc_client", "podsched_kafka_commit_duration"))
             },
             # How long one call of the queue to each service took on average (its scheduling loop
             # waits for FindNodes, PostFilterRun and Bind; Write/WriteMany serve the API).
@@ -550,6 +553,9 @@ COUNTERS = (
     # How long the queue's scheduling loop waited on each downstream call, in seconds per measured pod.
     ("queue", "grpc_client_handling_seconds_sum", "grpc_method"),
     ("queue", "grpc_client_handled_total", "grpc_method"),
+    # How long the binder's transactions took, first send to commit (its Kafka round trips).
+    ("binder", "podsched_kafka_commit_duration_seconds_sum", ""),
+    ("binder", "podsched_kafka_commit_duration_seconds_count", ""),
 )
 
 
@@ -570,8 +576,11 @@ def counter_snapshot(stack: ServiceStack) -> dict[str, float]:
 
 
 def call_ms(counted: dict[str, float]) -> dict[str, float]:
-    """Mean milliseconds per queue -> service call over the measured phase, by method."""
+    """Mean milliseconds per queue -> service call over the measured phase, by method, and per
+    binder transaction ("commit")."""
     out = {}
+    if commits := counted.get("podsched_kafka_commit_duration_seconds_count"):
+        out["commit"] = round(counted["podsched_kafka_commit_duration_seconds_sum"] * 1000 / commits, 2)
     for key, seconds in sorted(counted.items()):
         if key.startswith("grpc_client_handling_seconds_sum["):
             method = key[key.index("[") :]
