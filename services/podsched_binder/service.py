@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import grpc
 from aiokafka import AIOKafkaProducer
+from aiokafka.producer import sender as aiokafka_sender
 from aiokafka.producer.message_accumulator import BatchBuilder
 
 from podsched.api.documents import parse_json
@@ -70,6 +71,13 @@ WRITER = "podsched-binder"
 # The most record bytes per partition in one produce request (aiokafka's max_batch_size; 16 KiB by
 # default): half of a broker's default message.max.bytes, the largest batch it accepts.
 MAX_RECORD_BATCH_BYTES = 512 * 1024
+
+# How long aiokafka waits before it asks again to add a partition to a transaction that the
+# coordinator still calls busy (CONCURRENT_TRANSACTIONS): the previous transaction's commit markers
+# are still being written. aiokafka waits 20 ms (its BACKOFF_OVERRIDE, from KAFKA-5477); the broker
+# writes the markers in about 2.5 ms (its request log, WRITE_TXN_MARKERS), and a binder that starts
+# its next transaction at once met the answer in one transaction of ten.
+CONCURRENT_TRANSACTIONS_BACKOFF = 0.003
 
 # Event records a restarting binder reads back: it numbers new events after the newest and matches a
 # repeat against a pod's recent events (EventRecorder looks at the last 50), so the newest records are
@@ -181,6 +189,7 @@ class Binder:
         await ensure_topics(config.kafka_bootstrap_servers, config.topic_prefix, config.topic_settings())
         if config.leader_election:
             await self._until_elected()
+        aiokafka_sender.BACKOFF_OVERRIDE = CONCURRENT_TRANSACTIONS_BACKOFF
         self.producer = AIOKafkaProducer(
             bootstrap_servers=config.kafka_bootstrap_servers,
             transactional_id=config.transactional_id,
