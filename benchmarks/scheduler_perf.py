@@ -523,7 +523,7 @@ async def run_workload(
             "per_pod": {
                 name: round(value / workload.measured_pods, 3)
                 for name, value in sorted(counted.items())
-                if not name.startswith(("grpc_client", "podsched_kafka_commit_duration"))
+                if not name.startswith(("grpc_client", "podsched_kafka_commit_duration", "grpc_server"))
             },
             # How long one call of the queue to each service took on average (its scheduling loop
             # waits for FindNodes, PostFilterRun and Bind; Write/WriteMany serve the API).
@@ -556,6 +556,8 @@ COUNTERS = (
     # How long the binder's transactions took, first send to commit (its Kafka round trips).
     ("binder", "podsched_kafka_commit_duration_seconds_sum", ""),
     ("binder", "podsched_kafka_commit_duration_seconds_count", ""),
+    ("queue", "grpc_server_handling_seconds_sum", "grpc_method"),
+    ("queue", "grpc_server_handling_seconds_count", "grpc_method"),
 )
 
 
@@ -587,6 +589,11 @@ def call_ms(counted: dict[str, float]) -> dict[str, float]:
             calls = counted.get("grpc_client_handled" + method, 0.0)
             if calls:
                 out[method.strip("[]")] = round(seconds * 1000 / calls, 2)
+        elif key.startswith("grpc_server_handling_seconds_sum[") and "Apply" in key:
+            method = key[key.index("[") :]
+            calls = counted.get("grpc_server_handling_seconds_count" + method, 0.0)
+            if calls:
+                out["queue " + method.strip("[]")] = round(seconds * 1000 / calls, 2)
     return out
 
 
