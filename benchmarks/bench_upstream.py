@@ -204,8 +204,8 @@ def summarize(
         "upstream_failed": failed,
         "upstream_skipped": skipped or [],
         "podsched_avg": round(ours, 1),
-        # "collector" (upstream's 1 s samples), or "first to last bind" when a run's burst was bound
-        # within one interval and the collector had no sample.
+        # "collector" (upstream's 1 s samples), or "first sent to last bind" when a run's burst was
+        # bound within one interval and the collector had no sample.
         "podsched_measured_by": sorted({r.get("throughput_measured_by", "collector") for r in podsched}),
         "ratio": round(ours / medians[fastest], 2) if fastest and medians[fastest] else None,
         "rounds": len(podsched),

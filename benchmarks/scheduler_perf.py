@@ -487,8 +487,8 @@ async def run_workload(
         summary = summarize(throughput_samples(ticks))
         # A burst bound within one of the collector's 1 s intervals gives it no sample: then the rate
         # from the first bind to the last, and the line says so.
-        measured_by = "collector" if summary.samples else "first to last bind"
-        average = summary.average if summary.samples else burst_rate(list(bound.values()))
+        measured_by = "collector" if summary.samples else "first sent to last bind"
+        average = summary.average if summary.samples else burst_rate(list(bound.values()), min(sent_at.values()))
         return {
             "workload": workload.name,
             "nodes": workload.nodes,

@@ -42,16 +42,17 @@ def throughput_samples(ticks: Sequence[tuple[float, int]]) -> list[float]:
     return samples
 
 
-def burst_rate(bind_times: Sequence[float]) -> float:
-    """Pods per second from the first bind to the last: the figure for a burst that the collector
-    cannot measure because every pod was bound within one of its 1 s intervals (upstream logs "Failed
-    to measure SchedulingThroughput ... Increase pods and/or nodes" and reports nothing). The first
-    bind starts the clock, as the collector's baseline tick does, so it is not counted. 0.0 when
-    fewer than two pods were bound, or all at the same instant."""
-    if len(bind_times) < 2:
+def burst_rate(bind_times: Sequence[float], started: float) -> float:
+    """Pods per second from `started` (the first measured pod sent) to the last bind: the figure for
+    a burst that the collector cannot measure because every pod was bound within one of its 1 s
+    intervals (upstream logs "Failed to measure SchedulingThroughput ... Increase pods and/or nodes"
+    and reports nothing). It counts the burst's whole time, creation and first attempts included,
+    not just its binds, which can all come at its end (the preemptors of PreemptionBasic are bound
+    once their victims are gone). 0.0 when no pod was bound, or none after `started`."""
+    if not bind_times:
         return 0.0
-    elapsed = max(bind_times) - min(bind_times)
-    return (len(bind_times) - 1) / elapsed if elapsed > 0 else 0.0
+    elapsed = max(bind_times) - started
+    return len(bind_times) / elapsed if elapsed > 0 else 0.0
 
 
 def nearest_rank(ascending: Sequence[float], percent: float) -> float:

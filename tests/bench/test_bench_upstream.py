@@ -89,7 +89,7 @@ def test_a_tiny_real_podsched_run_gives_the_json_line(kafka, tmp_path: Path, con
     assert line["podsched_avg"] == pytest.approx(run["throughput_avg"], abs=0.1)
     assert line["ratio"] == pytest.approx(run["throughput_avg"] / 100.0, abs=0.01)
     assert line["podsched_measured_by"] == [run["throughput_measured_by"]]
-    assert run["throughput_measured_by"] in ("collector", "first to last bind") and run["throughput_avg"] > 0
+    assert run["throughput_measured_by"] in ("collector", "first sent to last bind") and run["throughput_avg"] > 0
     for side in ("upstream", "podsched"):
         assert set(line[side]) == {"latency_p50_ms", "cpu_ms_per_pod", "rss_mb"}
     assert line["podsched"]["cpu_ms_per_pod"] > 0 and line["podsched"]["rss_mb"] > 0

@@ -38,10 +38,10 @@ def test_nearest_rank(percent: float, expected: float) -> None:
     assert nearest_rank([float(i) for i in range(1, 11)], percent) == expected
 
 
-def test_a_burst_within_one_interval_is_measured_from_its_first_bind_to_its_last() -> None:
+def test_a_burst_within_one_interval_is_measured_from_its_first_pod_sent_to_its_last_bind() -> None:
     # Every pod bound between two ticks: the collector has no sample.
     assert throughput_samples([(1.0, 0), (2.0, 0), (3.0, 1000)]) == []
-    binds = [2.2 + 0.0005 * i for i in range(1000)]  # 1000 binds over 0.4995 s
-    assert burst_rate(binds) == pytest.approx(999 / 0.4995)
-    assert burst_rate([2.5]) == 0.0
-    assert burst_rate([2.5, 2.5]) == 0.0
+    binds = [2.2 + 0.0005 * i for i in range(1000)]  # 1000 binds over 0.4995 s, the first sent at 0.2
+    assert burst_rate(binds, started=0.2) == pytest.approx(1000 / 2.4995)
+    assert burst_rate([], started=0.2) == 0.0
+    assert burst_rate([2.5], started=2.5) == 0.0
