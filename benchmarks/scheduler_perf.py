@@ -486,7 +486,7 @@ async def run_workload(
         after_created = sorted((bound[name] - created[name]) * 1000 for name in bound if name in created)
         summary = summarize(throughput_samples(ticks))
         # A burst bound within one of the collector's 1 s intervals gives it no sample: then the rate
-        # from the first bind to the last, and the line says so.
+        # from the first measured pod sent to the last bind, and the line says so.
         measured_by = "collector" if summary.samples else "first sent to last bind"
         average = summary.average if summary.samples else burst_rate(list(bound.values()), min(sent_at.values()))
         return {
