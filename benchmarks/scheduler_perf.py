@@ -556,6 +556,7 @@ COUNTERS = (
     # How long the binder's transactions took, first send to commit (its Kafka round trips).
     ("binder", "podsched_kafka_commit_duration_seconds_sum", ""),
     ("binder", "podsched_kafka_commit_duration_seconds_count", ""),
+    # How long the queue took to serve each public-API call (an ApplyBatch: its creates' whole path).
     ("queue", "grpc_server_handling_seconds_sum", "grpc_method"),
     ("queue", "grpc_server_handling_seconds_count", "grpc_method"),
 )
@@ -578,22 +579,26 @@ def counter_snapshot(stack: ServiceStack) -> dict[str, float]:
 
 
 def call_ms(counted: dict[str, float]) -> dict[str, float]:
-    """Mean milliseconds per queue -> service call over the measured phase, by method, and per
-    binder transaction ("commit")."""
+    """Mean milliseconds over the measured phase: per queue -> service call, by method; per binder
+    transaction ("commit"); and per public-API write the queue served ("queue Apply...")."""
     out = {}
     if commits := counted.get("podsched_kafka_commit_duration_seconds_count"):
         out["commit"] = round(counted["podsched_kafka_commit_duration_seconds_sum"] * 1000 / commits, 2)
+    out.update(_mean_ms(counted, "grpc_client_handling_seconds_sum", "grpc_client_handled"))
+    # Only the writes: a Watch is handled for as long as its client keeps it open.
+    served = _mean_ms(counted, "grpc_server_handling_seconds_sum", "grpc_server_handling_seconds_count")
+    out.update({f"queue {method}": ms for method, ms in served.items() if method.startswith("Apply")})
+    return out
+
+
+def _mean_ms(counted: dict[str, float], seconds_key: str, calls_key: str) -> dict[str, float]:
+    """Method -> mean milliseconds, from `seconds_key[method]` over `calls_key[method]`."""
+    out = {}
     for key, seconds in sorted(counted.items()):
-        if key.startswith("grpc_client_handling_seconds_sum["):
-            method = key[key.index("[") :]
-            calls = counted.get("grpc_client_handled" + method, 0.0)
-            if calls:
+        if key.startswith(seconds_key + "["):
+            method = key[len(seconds_key) :]
+            if calls := counted.get(calls_key + method, 0.0):
                 out[method.strip("[]")] = round(seconds * 1000 / calls, 2)
-        elif key.startswith("grpc_server_handling_seconds_sum[") and "Apply" in key:
-            method = key[key.index("[") :]
-            calls = counted.get("grpc_server_handling_seconds_count" + method, 0.0)
-            if calls:
-                out["queue " + method.strip("[]")] = round(seconds * 1000 / calls, 2)
     return out
 
 

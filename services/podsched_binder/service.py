@@ -76,7 +76,8 @@ MAX_RECORD_BATCH_BYTES = 512 * 1024
 # coordinator still calls busy (CONCURRENT_TRANSACTIONS): the previous transaction's commit markers
 # are still being written. aiokafka waits 20 ms (its BACKOFF_OVERRIDE, from KAFKA-5477); the broker
 # writes the markers in about 2.5 ms (its request log, WRITE_TXN_MARKERS), and a binder that starts
-# its next transaction at once met the answer in one transaction of ten.
+# its next transaction at once met the answer in one transaction of ten. The constant is aiokafka's
+# for the whole process; only a transactional producer reads it, and the binder's is the only one.
 CONCURRENT_TRANSACTIONS_BACKOFF = 0.003
 
 # Event records a restarting binder reads back: it numbers new events after the newest and matches a

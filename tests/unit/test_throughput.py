@@ -1,9 +1,11 @@
-"""benchmarks.throughput reproduces scheduler_perf's SchedulingThroughput arithmetic."""
+"""benchmarks.throughput reproduces scheduler_perf's SchedulingThroughput arithmetic;
+benchmarks.scheduler_perf.call_ms turns the services' timing counters into mean milliseconds per call."""
 
 from __future__ import annotations
 
 import pytest
 
+from benchmarks.scheduler_perf import call_ms
 from benchmarks.throughput import burst_rate, nearest_rank, summarize, throughput_samples
 
 
@@ -45,3 +47,19 @@ def test_a_burst_within_one_interval_is_measured_from_its_first_pod_sent_to_its_
     assert burst_rate(binds, started=0.2) == pytest.approx(1000 / 2.4995)
     assert burst_rate([], started=0.2) == 0.0
     assert burst_rate([2.5], started=2.5) == 0.0
+
+
+def test_call_ms_means_each_call_and_leaves_the_queues_watch_streams_out() -> None:
+    counted = {
+        "podsched_kafka_commit_duration_seconds_sum": 1.0,
+        "podsched_kafka_commit_duration_seconds_count": 100,
+        "grpc_client_handling_seconds_sum[Bind]": 4.0,
+        "grpc_client_handled[Bind]": 100,
+        "grpc_client_handling_seconds_sum[FindNodes]": 1.0,
+        "grpc_client_handled[FindNodes]": 0,  # no call: no mean
+        "grpc_server_handling_seconds_sum[ApplyBatch]": 6.0,
+        "grpc_server_handling_seconds_count[ApplyBatch]": 100,
+        "grpc_server_handling_seconds_sum[Watch]": 60.0,
+        "grpc_server_handling_seconds_count[Watch]": 1,
+    }
+    assert call_ms(counted) == {"commit": 10.0, "Bind": 40.0, "queue ApplyBatch": 60.0}
