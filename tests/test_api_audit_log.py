@@ -20,6 +20,7 @@ import pytest
 from real_kafka import start_broker_or_fail
 
 from podsched_devstack.kafka import KafkaBroker
+from podsched_devstack.process import thread_states
 from podsched_proto.audit.v1 import audit_pb2
 from podsched_service.api_audit import ApiAuditLog
 from podsched_service.kafka_log import LogReader
@@ -34,15 +35,7 @@ async def until_stopped(pid: int, timeout: float = 10.0) -> None:
     a broker thread that is running can still answer a request sent right after it (a CI run saw the
     first record acknowledged, and only the one behind it stall)."""
     async with asyncio.timeout(timeout):
-        while True:
-            states = []
-            for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
-                try:
-                    states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
-                except (FileNotFoundError, ProcessLookupError):
-                    continue  # a thread that ended
-            if states and all(state in ("T", "t") for state in states):
-                return
+        while not ((states := thread_states(pid)) and all(state in ("T", "t") for state in states)):
             await asyncio.sleep(0.005)
 
 

@@ -135,15 +135,31 @@ def anonymous_bytes(pid: int) -> int | None:
     return None
 
 
+def _stat_fields(stat_path: Path) -> list[str]:
+    """The fields of a /proc stat file after the command name, from the state (field 3) on; raises
+    OSError once the process or thread is gone."""
+    stat = stat_path.read_text()
+    # The command name (field 2) may hold spaces and parentheses: split after its closing one.
+    return stat[stat.rindex(")") + 2 :].split()
+
+
 def process_cpu_seconds(pid: int) -> float | None:
     """utime + stime of one process from /proc (None without /proc or once it is gone)."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = _stat_fields(Path(f"/proc/{pid}/stat"))
     except OSError:
         return None
-    # The command name (field 2) may hold spaces and parentheses: split after its closing one.
-    fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_states(pid: int) -> list[str]:
+    """The state letter of each thread of a process now (R, S, T for stopped, ...), from /proc; empty
+    without /proc or once it is gone. A thread that ends meanwhile is left out."""
+    states = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        with contextlib.suppress(OSError):
+            states.append(_stat_fields(stat)[0])
+    return states
 
 
 def group_pids(pgid: int) -> list[int]:

@@ -45,6 +45,7 @@ from typing import Any
 # while hypothesis looks it up in sys.modules from another breaks the draw.
 from podsched.config.scheduler_config import parse_scheduler_config
 from podsched.simulator.engine import SIMULATION_EPOCH, Simulator
+from podsched_devstack.process import process_cpu_seconds
 from tests.oracle.gates import feature_gates, gates_flag, scheduler_config_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -233,11 +234,7 @@ class Oracle:
         return self.answer(request_id)
 
     def _process_cpu(self) -> float:
-        try:
-            fields = Path(f"/proc/{self._process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
-            return 0.0
+        return process_cpu_seconds(self._process.pid) or 0.0
 
     def cpu_seconds(self) -> float:
         """User plus system CPU time the oracle processes have used so far (Linux /proc)."""
