@@ -8,11 +8,14 @@ createNodes -> createPods(init) -> [churn] -> createPods(measured, collectMetric
 
 Measured exactly as upstream (benchmarks.throughput): the collector follows the object log (as
 upstream's follows the scheduler's informer) and, once a second, counts the measured pods that are
-bound. Also: submit-to-bound latency of each measured pod (its Apply sent -> its bind seen on the
-log), and the peak resident memory of each service's process group (workers included).
+bound. The pods are created as upstream's creator creates them: 30 calls at a time, at most 5000
+objects a second (`--in-flight`, `--qps`). Also: submit-to-bound latency of each measured pod (its Apply
+sent -> its bind seen on the log; with the creator ahead of the scheduler, most of it is waiting in the
+queue), upstream's own latency figure (attempt_p50_ms: the P50 of the successful scheduling attempts),
+and the peak resident memory of each service's process group (workers included).
 
 Output: a progress bar on stderr; one JSON line per workload on stdout with workload, nodes,
-init_pods, measured_pods, throughput_avg/p50/p90/p99, latency_p50_ms/p99_ms/max_ms, rss_mb (peak, summed
+init_pods, measured_pods, throughput_avg/p50/p90/p99, latency_p50_ms/p99_ms/max_ms, attempt_p50_ms, rss_mb (peak, summed
 over services), rss_mb_by_service, duration_s, samples; cpu_ms_per_pod (CPU each service, the
 Kafka broker and this harness used during the measured phase, per measured pod) and cpu_busy (that
 CPU over the phase's wall time and the machine's cores); calibration_us (how fast the machine was
@@ -53,6 +56,8 @@ from typing import Any
 import grpc
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from benchmarks.client_limit import CLIENT_BURST, CLIENT_QPS, TokenBucket
+from benchmarks.histogram import bucket_quantile
 from benchmarks.throughput import burst_rate, summarize, throughput_samples
 from podsched.api.manifests import decode_object
 from podsched_devstack.kafka import KafkaBroker, ensure_kafka_installed
@@ -66,8 +71,13 @@ from podsched_service.server import CHANNEL_OPTIONS
 MEASURED_NAMESPACE = "measured"
 INIT_NAMESPACE = "init"
 CHURN_NAMESPACE = "churn"
-IN_FLIGHT = 128  # objects being applied at once (--in-flight): scheduler_perf's client runs at QPS 5000
 APPLY_BATCH = 32  # objects per ApplyBatch call (1: one Apply call per object)
+# The creator works as scheduler_perf's (runners.go, CreatePod): 30 workers, each sending one call
+# after the other (there a create of one pod, here an ApplyBatch), within its client's rate limit
+# (benchmarks.client_limit, QPS 5000 objects a second). Upstream's creator runs ahead of its
+# scheduler, which so always has pods waiting; so does this one.
+CREATORS = 30
+IN_FLIGHT = CREATORS * APPLY_BATCH  # objects being applied at once (--in-flight)
 SAMPLE_INTERVAL = 1.0
 
 
@@ -329,15 +339,20 @@ async def apply_all(
     progress: Progress | None = None,
     size: int = APPLY_BATCH,
     in_flight: int = IN_FLIGHT,
+    qps: float = CLIENT_QPS,
 ) -> None:
     """Apply every document, `in_flight` objects at a time: ApplyBatch calls of `size` objects (one
-    Apply per object when `size` is 1). A refused object stops the benchmark."""
+    Apply per object when `size` is 1), at most `qps` objects a second after a burst of as many (0:
+    no limit). A refused object stops the benchmark."""
     chunks = iter([documents[i : i + size] for i in range(0, len(documents), size)])
     done = 0
+    limit = TokenBucket(qps, CLIENT_BURST) if qps > 0 else None
 
     async def worker() -> None:
         nonlocal done
         for chunk in chunks:
+            if limit is not None and (wait := limit.reserve(len(chunk))) > 0:
+                await asyncio.sleep(wait)
             if sent_at is not None:
                 now = time.monotonic()
                 for document in chunk:
@@ -382,6 +397,7 @@ async def run_workload(
     apply_batch: int = APPLY_BATCH,
     measured_phase: Callable[[ServiceStack], Callable[[], None]] | None = None,
     in_flight: int = IN_FLIGHT,
+    qps: float = CLIENT_QPS,
 ) -> dict[str, Any]:
     """`measured_phase`, when given, is called as the measured pods start (e.g. to attach a profiler
     to the services) and returns what to call once they are all bound."""
@@ -454,9 +470,12 @@ async def run_workload(
         began = time.monotonic()
         cpu_before = cpu_snapshot(stack, broker)
         counters_before = await asyncio.to_thread(counter_snapshot, stack)
+        attempts_before = await asyncio.to_thread(attempt_buckets, stack)
         end_measured_phase = measured_phase(stack) if measured_phase is not None else None
         try:
-            await apply_all(stub, workload.measured_documents(), sent_at, size=apply_batch, in_flight=in_flight)
+            await apply_all(
+                stub, workload.measured_documents(), sent_at, size=apply_batch, in_flight=in_flight, qps=qps
+            )
             # Upstream's barrier (waitUntilPodsScheduledInNamespace): a check at once, then one a
             # second, and the collector stops at the check that sees every measured pod bound. A
             # collector tick between the last bind and that check samples the last, partial second.
@@ -480,6 +499,8 @@ async def run_workload(
         cpu_after = cpu_snapshot(stack, broker)
         counters = await asyncio.to_thread(counter_snapshot, stack)
         counted = {name: counters[name] - counters_before.get(name, 0.0) for name in counters}
+        attempts_after = await asyncio.to_thread(attempt_buckets, stack)
+        attempts = {le: count - attempts_before.get(le, 0.0) for le, count in attempts_after.items()}
         bound = watch.bound_at.get(MEASURED_NAMESPACE, {})
         latencies = sorted((bound[name] - sent_at[name]) * 1000 for name in bound if name in sent_at)
         created = watch.added_at.get(MEASURED_NAMESPACE, {})
@@ -502,6 +523,9 @@ async def run_workload(
             "latency_p50_ms": round(_nearest(latencies, 50), 1),
             "latency_p99_ms": round(_nearest(latencies, 99), 1),
             "latency_max_ms": round(latencies[-1], 1) if latencies else 0.0,
+            # Upstream's latency figure, computed as its collector does: the P50 of the scheduling
+            # attempts that succeeded in the measured phase (from the queue's pop to the bind's answer).
+            "attempt_p50_ms": _rounded_ms(bucket_quantile(0.5, attempts)) if attempts else None,
             # Whether the harness or the scheduler sets the pace: how fast the measured pods were
             # created (from the first sent to the last in the log), and how long each then waited for
             # its bind. A scheduler that keeps up binds about as fast as the pods are created.
@@ -576,6 +600,26 @@ def counter_snapshot(stack: ServiceStack) -> dict[str, float]:
             key = metric.removesuffix("_total") + (f"[{label}]" if label is not None else "")
             out[key] = out.get(key, 0.0) + sample
     return out
+
+
+def attempt_buckets(stack: ServiceStack) -> dict[float, float]:
+    """The queue's scheduler_scheduling_attempt_duration_seconds{result="scheduled"} as {upper bound:
+    cumulative count}, summed over profiles."""
+    out: dict[float, float] = {}
+    url = stack.metrics_url("queue")
+    if not url:
+        return out
+    for (name, labels), sample in scrape(url).items():
+        if name == "scheduler_scheduling_attempt_duration_seconds_bucket":
+            found = dict(labels)
+            if found.get("result") == "scheduled":
+                upper = float(found["le"])  # "+Inf" reads as inf
+                out[upper] = out.get(upper, 0.0) + sample
+    return out
+
+
+def _rounded_ms(seconds: float) -> float | None:
+    return None if math.isnan(seconds) else round(seconds * 1000, 1)
 
 
 def call_ms(counted: dict[str, float]) -> dict[str, float]:
@@ -689,6 +733,7 @@ async def main_async(args: argparse.Namespace) -> int:
                     args.batch_size,
                     args.apply_batch,
                     in_flight=args.in_flight,
+                    qps=args.qps,
                 )
                 print(json.dumps({k: v for k, v in result.items() if not k.startswith("_")}), flush=True)
                 results.append(result)
@@ -731,8 +776,16 @@ def main() -> None:
         "--in-flight",
         type=int,
         default=IN_FLIGHT,
-        help=f"measured objects being applied at once ({IN_FLIGHT}); more shows a scheduler's pace when the "
-        "creation is what holds the bind rate back (created_pods_per_s close to throughput_avg)",
+        help=f"measured objects being applied at once ({IN_FLIGHT}: {CREATORS} calls, as upstream's {CREATORS} "
+        "creating workers); with fewer, the creation may be what holds the bind rate back "
+        "(created_pods_per_s close to throughput_avg)",
+    )
+    parser.add_argument(
+        "--qps",
+        type=float,
+        default=CLIENT_QPS,
+        help=f"objects created per second at most, after a burst of {CLIENT_BURST} (upstream's client: "
+        f"{CLIENT_QPS:.0f}); 0: no limit",
     )
     parser.add_argument("--plot-dir", type=Path, default=Path(".cache/bench"))
     sys.exit(asyncio.run(main_async(parser.parse_args())))

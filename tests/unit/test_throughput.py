@@ -1,10 +1,15 @@
-"""benchmarks.throughput reproduces scheduler_perf's SchedulingThroughput arithmetic;
+"""benchmarks.throughput reproduces scheduler_perf's SchedulingThroughput arithmetic, benchmarks.histogram
+its latency percentiles and benchmarks.client_limit its client's rate limit;
 benchmarks.scheduler_perf.call_ms turns the services' timing counters into mean milliseconds per call."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
+from benchmarks.client_limit import TokenBucket
+from benchmarks.histogram import bucket_quantile
 from benchmarks.scheduler_perf import call_ms
 from benchmarks.throughput import burst_rate, nearest_rank, summarize, throughput_samples
 
@@ -63,3 +68,31 @@ def test_call_ms_means_each_call_and_leaves_the_queues_watch_streams_out() -> No
         "grpc_server_handling_seconds_count[Watch]": 1,
     }
     assert call_ms(counted) == {"commit": 10.0, "Bind": 40.0, "queue ApplyBatch": 60.0}
+
+
+def test_the_creators_token_bucket_spends_its_burst_then_qps_tokens_a_second() -> None:
+    now = [0.0]
+    bucket = TokenBucket(qps=100.0, burst=50, clock=lambda: now[0])
+    assert bucket.reserve(32) == 0.0
+    assert bucket.reserve(18) == 0.0  # the burst is spent
+    assert bucket.reserve(10) == pytest.approx(0.1)  # in debt by 10 tokens: 0.1 s at 100 a second
+    now[0] = 0.1
+    assert bucket.reserve(10) == pytest.approx(0.1)  # the debt was earned back; these 10 are new debt
+    now[0] = 60.0
+    assert bucket.reserve(50) == 0.0  # a long pause refills the bucket to its burst, not beyond
+    assert bucket.reserve(1) == pytest.approx(0.01)
+    with pytest.raises(ValueError, match="qps"):
+        TokenBucket(qps=0, burst=1)
+
+
+def test_a_histogram_quantile_interpolates_within_its_bucket_as_prometheus_does() -> None:
+    # 10 attempts under 1 ms, 30 between 1 and 2 ms, 60 between 2 and 4 ms.
+    buckets = {0.001: 10.0, 0.002: 40.0, 0.004: 100.0, math.inf: 100.0}
+    assert bucket_quantile(0.5, buckets) == pytest.approx(0.002 + 0.002 * 10 / 60)
+    assert bucket_quantile(0.05, buckets) == pytest.approx(0.0005)
+    assert bucket_quantile(0.4, buckets) == pytest.approx(0.002)
+    # A rank in the +Inf bucket answers the highest finite bound.
+    assert bucket_quantile(0.99, {0.001: 10.0, 0.002: 20.0, math.inf: 100.0}) == 0.002
+    assert math.isnan(bucket_quantile(0.5, {0.001: 0.0, math.inf: 0.0}))
+    with pytest.raises(ValueError, match="Inf"):
+        bucket_quantile(0.5, {0.001: 1.0})
