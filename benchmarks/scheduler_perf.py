@@ -61,7 +61,7 @@ from benchmarks.histogram import bucket_quantile
 from benchmarks.throughput import burst_rate, summarize, throughput_samples
 from podsched.api.manifests import decode_object
 from podsched_devstack.kafka import KafkaBroker, ensure_kafka_installed
-from podsched_devstack.services import ServiceStack, StackSettings, process_cpu_seconds, scrape
+from podsched_devstack.services import MetricSamples, ServiceStack, StackSettings, process_cpu_seconds, scrape
 from podsched_proto.api.v1 import api_pb2, api_pb2_grpc
 from podsched_proto.events.v1 import events_pb2
 from podsched_queue.config import QueueConfig
@@ -469,8 +469,8 @@ async def run_workload(
             background.append(asyncio.create_task(churn()))
         began = time.monotonic()
         cpu_before = cpu_snapshot(stack, broker)
-        counters_before = await asyncio.to_thread(counter_snapshot, stack)
-        attempts_before = await asyncio.to_thread(attempt_buckets, stack)
+        metrics_before = await asyncio.to_thread(scrape_services, stack)
+        counters_before, attempts_before = counter_snapshot(metrics_before), attempt_buckets(metrics_before)
         end_measured_phase = measured_phase(stack) if measured_phase is not None else None
         try:
             await apply_all(
@@ -497,10 +497,10 @@ async def run_workload(
             progress.finish()
         duration = time.monotonic() - began
         cpu_after = cpu_snapshot(stack, broker)
-        counters = await asyncio.to_thread(counter_snapshot, stack)
+        metrics_after = await asyncio.to_thread(scrape_services, stack)
+        counters = counter_snapshot(metrics_after)
         counted = {name: counters[name] - counters_before.get(name, 0.0) for name in counters}
-        attempts_after = await asyncio.to_thread(attempt_buckets, stack)
-        attempts = {le: count - attempts_before.get(le, 0.0) for le, count in attempts_after.items()}
+        attempts = {le: count - attempts_before.get(le, 0.0) for le, count in attempt_buckets(metrics_after).items()}
         bound = watch.bound_at.get(MEASURED_NAMESPACE, {})
         latencies = sorted((bound[name] - sent_at[name]) * 1000 for name in bound if name in sent_at)
         created = watch.added_at.get(MEASURED_NAMESPACE, {})
@@ -586,14 +586,18 @@ COUNTERS = (
 )
 
 
-def counter_snapshot(stack: ServiceStack) -> dict[str, float]:
+def scrape_services(stack: ServiceStack) -> dict[str, MetricSamples]:
+    """Each service's /metrics that the snapshots below read, scraped once (the scrapes taken as the
+    measured phase starts count in its CPU)."""
+    services = {service for service, _, _ in COUNTERS} | {"queue"}
+    return {service: scrape(url) for service in sorted(services) if (url := stack.metrics_url(service))}
+
+
+def counter_snapshot(metrics: dict[str, MetricSamples]) -> dict[str, float]:
     """The COUNTERS as {"metric[label value]": value}, summed over the other labels."""
     out: dict[str, float] = {}
     for service, metric, split_by in COUNTERS:
-        url = stack.metrics_url(service)
-        if not url:
-            continue
-        for (name, labels), sample in scrape(url).items():
+        for (name, labels), sample in metrics.get(service, {}).items():
             if name != metric:
                 continue
             label = dict(labels).get(split_by) if split_by else None
@@ -602,14 +606,11 @@ def counter_snapshot(stack: ServiceStack) -> dict[str, float]:
     return out
 
 
-def attempt_buckets(stack: ServiceStack) -> dict[float, float]:
+def attempt_buckets(metrics: dict[str, MetricSamples]) -> dict[float, float]:
     """The queue's scheduler_scheduling_attempt_duration_seconds{result="scheduled"} as {upper bound:
     cumulative count}, summed over profiles."""
     out: dict[float, float] = {}
-    url = stack.metrics_url("queue")
-    if not url:
-        return out
-    for (name, labels), sample in scrape(url).items():
+    for (name, labels), sample in metrics.get("queue", {}).items():
         if name == "scheduler_scheduling_attempt_duration_seconds_bucket":
             found = dict(labels)
             if found.get("result") == "scheduled":
