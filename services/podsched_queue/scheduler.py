@@ -46,10 +46,13 @@ from .pipeline import (
 log = logging.getLogger(__name__)
 
 LEFTOVER_FLUSH_INTERVAL = 30.0  # upstream flushes unschedulable pods older than 5 minutes every 30 s
-# Pods after a preemptor that one PostFilterRun may decide. Shorter runs hand their failures to the
-# binder sooner (its commits overlap the next run's dry runs) and keep the preemption service's
-# event loop free for its log between runs.
-POST_FILTER_RUN_LIMIT = 32
+# Pods after a preemptor that one PostFilterRun may decide: at 128 (the default batch's rest), a
+# batch of fresh preemptors is one FindNodes and one PostFilterRun. Runs of 32 made it four of each,
+# and the three more round trips (a FindNodes of 15-20 ms whose first pod fits nowhere) were on the
+# burst's critical path: PreemptionBasic/1000Nodes latency p50 2266 -> 2123 ms, CPU 4.47 -> 4.25 ms
+# per preemptor (docs/performance.md). The binder still commits a batch's failures while the next
+# batch's run decides.
+POST_FILTER_RUN_LIMIT = 128
 RETRY_PAUSE = 0.2  # after a peer failed a batch, before the next one
 
 
