@@ -184,7 +184,7 @@ class Scheduler:
             await self._schedule_or_back_off(batch)
         elif self.pipeline.settling is not None:
             await self._finish_settling()
-        elif self.pipeline.bind is not None:
+        elif self.pipeline.binding:
             await self._drain_bind()  # nothing to overlap it with: finish it before waiting
         elif self.pipeline.group_writes is not None:
             await self._drain_group_writes()
@@ -308,7 +308,7 @@ class Scheduler:
         pods that did not bind go back to the queue as in `simulate` (ScheduleOneDriver): a
         rejected group as one entity that backs off and is retried when its backoff ends."""
         await self._finish_settling()
-        if self.pipeline.bind is not None:
+        while self.pipeline.binding:
             await self._drain_bind()
         if self._writing(groups):
             # The group's own pods in the writes count as its scheduled pods (GangScheduling's
@@ -587,7 +587,7 @@ class Scheduler:
 
     async def _cycle(self, attempts: list[Attempt], batch: Batch) -> list[Attempt]:
         """One FindNodes over `attempts` and what follows from it; returns the pods still to try."""
-        # 1. Filter the pods in order, each with the earlier ones (and the Bind in flight) assumed.
+        # 1. Filter the pods in order, each with the earlier ones (and the Binds in flight) assumed.
         found = await self.filter.find_nodes(
             filter_pb2.FindNodesRequest(
                 pods=[filter_pb2.PodToPlace(uid=a.pod.uid, trace_context=self.observer.carrier(a)) for a in attempts],
@@ -599,9 +599,10 @@ class Scheduler:
         placements = list(found.placements)
         for attempt, placement in zip(attempts, placements, strict=False):
             self.observer.filtered(attempt, placement)
-        # 2. Bind the placed prefix, once the previous Bind is answered (one in flight at a time).
+        # 2. Bind the placed prefix, once the oldest Bind is answered if as many as may be are in
+        # flight (the answers already in are taken first).
         placed = [(a, p.node_name) for a, p in zip(attempts, placements, strict=False) if p.node_name]
-        all_bound = await self._finish_bind(batch)
+        all_bound = await self._finish_binds(batch)
         if placed:
             self._start_bind(placed)
         # 3. The pods the filter could not look at (gone, already bound) fail with an error.
@@ -618,7 +619,7 @@ class Scheduler:
         # assumed while their binding goes on.
         attempt, placement = fit_nowhere[0]
         if not all_bound:
-            # That pod was filtered with the previous Bind's pods assumed in place, and one of those
+            # That pod was filtered with the in-flight Binds' pods assumed in place, and one of those
             # binds was refused: its diagnosis is of a cluster that does not exist. It and the pods
             # after it go back untried and are filtered again next batch.
             self._requeue([attempt, *untried])
@@ -652,11 +653,19 @@ class Scheduler:
         )
         self.pipeline.start_bind(placed, asyncio.ensure_future(self.binder.bind(request)))
 
+    async def _finish_binds(self, batch: Batch) -> bool:
+        """Take the answers of the Binds already answered, and wait for the oldest if as many as
+        may be are still in flight; True if every bind in those was accepted."""
+        all_bound = True
+        while self.pipeline.oldest_bind_answered or self.pipeline.binds_full:
+            all_bound = await self._finish_bind(batch) and all_bound
+        return all_bound
+
     async def _finish_bind(self, batch: Batch) -> bool:
-        """Wait for the Bind in flight, if any; True if every bind in it was accepted. A refused bind
+        """Wait for the oldest Bind in flight, if any; True if every bind in it was accepted. A refused bind
         is a failed attempt (added to the batch's failures). If the call fails, its pods go back to
         the queue with backoff and the error is raised."""
-        if self.pipeline.bind is None:
+        if not self.pipeline.binding:
             return True
         pending = self.pipeline.finish_bind()
         try:

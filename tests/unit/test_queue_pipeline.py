@@ -54,6 +54,7 @@ class FakeFilter:
 
     async def find_nodes(self, request: filter_pb2.FindNodesRequest) -> filter_pb2.FindNodesResponse:
         self.requests.append(request)
+        await asyncio.sleep(0)  # a call suspends the loop, as a gRPC call does: answers in flight arrive
         placements = []
         for ref in request.pods:
             node = self.nodes.get(self.names[ref.uid], "")
@@ -268,9 +269,9 @@ def test_a_batch_where_every_pod_fits_binds_them_all_in_one_bind() -> None:
             h.uid("b"),
             h.uid("c"),
         ]
-        assert h.scheduler.pipeline.bind is not None
+        assert h.scheduler.pipeline.binding
         await h.scheduler.run_once()  # nothing left to pop: the Bind in flight is drained
-        assert h.scheduler.pipeline.bind is None
+        assert not h.scheduler.pipeline.binding
         (bind,) = h.binder.binds
         assert [(b.pod_uid, b.node_name) for b in bind.bindings] == [
             (h.uid("a"), "n1"),
@@ -528,7 +529,7 @@ def test_the_next_batch_assumes_the_bind_in_flight_and_the_nominations_still_set
         assert [(n.pod_uid, n.node_name) for n in h.filter.requests[1].assumed_nominations] == [
             (h.uid("preemptor"), "n2")
         ]
-        assert h.scheduler.pipeline.bind is not None and h.scheduler.pipeline.settling is not None
+        assert h.scheduler.pipeline.binding and h.scheduler.pipeline.settling is not None
         gate.set()
         await h.scheduler.run_once()  # the next batch
         third = h.filter.requests[2]
@@ -546,6 +547,41 @@ def test_the_next_batch_assumes_the_bind_in_flight_and_the_nominations_still_set
     run(scenario)
 
 
+def test_two_binds_stay_in_flight_and_the_third_waits_for_the_oldest() -> None:
+    async def scenario() -> None:
+        gate = asyncio.Event()
+        h = Harness(
+            [pod("a", HIGH_PRIORITY), pod("b", MID_PRIORITY), pod("c", LOW_PRIORITY)],
+            {"a": "n1", "b": "n1", "c": "n2"},
+            batch_size=1,
+            binder=FakeBinder(gate=gate),
+        )
+        await h.scheduler.run_once()  # a placed, its Bind held
+        await h.scheduler.run_once()  # b filtered with a assumed, its Bind sent without waiting for a's
+        await asyncio.sleep(0)  # the Bind calls start
+        assert [[b.pod_uid for b in r.bindings] for r in h.binder.binds] == [[h.uid("a")], [h.uid("b")]]
+        assert [(b.pod_uid, b.node_name) for b in h.filter.requests[1].assumed_binds] == [(h.uid("a"), "n1")]
+        assert h.scheduler.pipeline.binds_full and h.telemetry.results == []
+        third = asyncio.ensure_future(h.scheduler.run_once())
+        for _ in range(5):
+            await asyncio.sleep(0)
+        # c was filtered with both Binds assumed, and its own Bind waits for the oldest's answer.
+        assert [(b.pod_uid, b.node_name) for b in h.filter.requests[2].assumed_binds] == [
+            (h.uid("a"), "n1"),
+            (h.uid("b"), "n1"),
+        ]
+        assert not third.done() and len(h.binder.binds) == 2
+        gate.set()
+        await third
+        assert h.telemetry.results[:2] == [("a", SCHEDULED), ("b", SCHEDULED)]
+        assert [b.pod_uid for b in h.binder.binds[2].bindings] == [h.uid("c")]
+        await h.scheduler.run_once()  # nothing to pop: c's Bind is drained
+        assert h.telemetry.results == [("a", SCHEDULED), ("b", SCHEDULED), ("c", SCHEDULED)]
+        assert not h.scheduler.pipeline.binding
+
+    run(scenario)
+
+
 def test_a_failed_bind_sends_its_pods_back_to_the_queue_with_backoff() -> None:
     async def scenario() -> None:
         h = Harness(
@@ -553,7 +589,7 @@ def test_a_failed_bind_sends_its_pods_back_to_the_queue_with_backoff() -> None:
         )
         await h.scheduler.run_once()
         await h.scheduler.run_once()  # draining the Bind finds the binder down
-        assert h.scheduler.pipeline.bind is None
+        assert not h.scheduler.pipeline.binding
         for name in ("a", "b"):
             assert h.queue.location(h.uid(name)) == sq.BACKOFF
         # The error backoffQ: 1 s, up to where the next 1 s window begins, and never popped early.
@@ -580,7 +616,7 @@ def test_a_pod_that_fits_nowhere_goes_to_post_filter_with_the_bind_in_flight_ass
         (run_request,) = h.preemption.requests
         assert run_request.first.pod.uid == h.uid("b")
         assert [(b.pod_uid, b.node_name) for b in run_request.first.assumed_binds] == [(h.uid("a"), "n1")]
-        assert h.scheduler.pipeline.bind is not None and h.telemetry.results == []
+        assert h.scheduler.pipeline.binding and h.telemetry.results == []
         gate.set()
         await h.scheduler.run_once()  # nothing popped: the Bind is drained, then the failure settles
         await h.scheduler.run_once()
@@ -710,9 +746,17 @@ def test_illegal_pipeline_transitions_raise() -> None:
             pipeline.finish_settling()
         with pytest.raises(PipelineError):
             pipeline.start_bind([], done)
-        pipeline.start_bind([(attempt("a"), "n1")], done)
-        with pytest.raises(PipelineError):  # at most one Bind in flight
+        first, second = attempt("a"), attempt("a2")
+        pipeline.start_bind([(first, "n1")], done)
+        pipeline.start_bind([(second, "n2")], done)
+        assert pipeline.binds_full and not pipeline.oldest_bind_answered
+        assert [(b.pod_uid, b.node_name) for b in pipeline.assumed_binds()] == [
+            (first.pod.uid, "n1"),
+            (second.pod.uid, "n2"),
+        ]
+        with pytest.raises(PipelineError):  # at most MAX_BINDS_IN_FLIGHT Binds in flight
             pipeline.start_bind([(attempt("b"), "n1")], done)
+        assert [a.pod.name for a, _ in pipeline.finish_bind().placed] == ["a"]  # the oldest first
         batch = pipeline.begin_batch()
         with pytest.raises(PipelineError):  # nothing to settle
             pipeline.start_settling(batch, done)
