@@ -250,7 +250,8 @@ class AttemptTelemetry:
         if result != REQUEUED:
             profile = attempt.pod.spec.scheduler_name  # upstream's profile label: the pod's profile
             SCHEDULE_ATTEMPTS.labels(result, profile).inc()
-            ATTEMPT_DURATION.labels(result, profile).observe(self.clock.monotonic() - attempt.began)
+            ended = attempt.answered if attempt.answered is not None else self.clock.monotonic()
+            ATTEMPT_DURATION.labels(result, profile).observe(ended - attempt.began)
 
 
 @contextlib.contextmanager

@@ -89,13 +89,16 @@ _FINISHED_FROM = {
 
 @dataclass(eq=False)
 class Attempt:
-    """One pod's scheduling attempt within a batch. `began` is on the scheduler's monotonic clock."""
+    """One pod's scheduling attempt within a batch. `began` is on the scheduler's monotonic clock;
+    so is `answered`, when its Bind's answer came (the loop may take it later, with a Bind after it
+    in flight): where kube-scheduler's binding cycle ends the attempt."""
 
     info: sq.QueuedPodInfo
     pod: Pod
     began: float
     state: AttemptState = AttemptState.TRYING
     result: str = ""  # set when FINISHED
+    answered: float | None = None
 
     def _move(self, allowed: set[AttemptState], to: AttemptState) -> None:
         if self.state not in allowed:

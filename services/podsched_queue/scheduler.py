@@ -651,7 +651,15 @@ class Scheduler:
                 for a, node in placed
             ]
         )
-        self.pipeline.start_bind(placed, asyncio.ensure_future(self.binder.bind(request)))
+        call = asyncio.ensure_future(self.binder.bind(request))
+
+        def answered(_: asyncio.Future[Any]) -> None:
+            now = self.clock.monotonic()
+            for attempt, _node in placed:
+                attempt.answered = now
+
+        call.add_done_callback(answered)
+        self.pipeline.start_bind(placed, call)
 
     async def _finish_binds(self, batch: Batch) -> bool:
         """Take the answers of the Binds already answered, and wait for the oldest if as many as
@@ -678,6 +686,10 @@ class Scheduler:
                 self._finish(attempt, ERROR)
             raise
         self.written.saw(bound.resource_version, bound.event_sequence)
+        now = self.clock.monotonic()  # answered in this turn of the loop if its callback has not run yet
+        for attempt, _ in pending.placed:
+            if attempt.answered is None:
+                attempt.answered = now
         all_bound = True
         for (attempt, node_name), result in zip(pending.placed, bound.results, strict=True):
             self.observer.bind_answered(attempt, node_name, result.bound)

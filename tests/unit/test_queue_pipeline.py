@@ -198,9 +198,11 @@ class RecordingTelemetry(AttemptTelemetry):
     def __init__(self, clock: FakeClock) -> None:
         super().__init__(clock)
         self.results: list[tuple[str, str]] = []
+        self.answered: dict[str, float | None] = {}  # pod name -> when its Bind's answer came
 
     def finished(self, attempt: Attempt) -> None:
         self.results.append((attempt.pod.name, attempt.result))
+        self.answered[attempt.pod.name] = attempt.answered
         super().finished(attempt)
 
 
@@ -571,12 +573,18 @@ def test_two_binds_stay_in_flight_and_the_third_waits_for_the_oldest() -> None:
             (h.uid("b"), "n1"),
         ]
         assert not third.done() and len(h.binder.binds) == 2
+        h.clock.now = START + 1.0
         gate.set()
         await third
         assert h.telemetry.results[:2] == [("a", SCHEDULED), ("b", SCHEDULED)]
+        # Each attempt ends when its Bind's answer came, as kube-scheduler's binding cycle does, not
+        # when the loop takes it.
+        h.clock.now = START + 5.0
+        assert h.telemetry.answered == {"a": START + 1.0, "b": START + 1.0}
         assert [b.pod_uid for b in h.binder.binds[2].bindings] == [h.uid("c")]
         await h.scheduler.run_once()  # nothing to pop: c's Bind is drained
         assert h.telemetry.results == [("a", SCHEDULED), ("b", SCHEDULED), ("c", SCHEDULED)]
+        assert h.telemetry.answered["c"] == START + 5.0
         assert not h.scheduler.pipeline.binding
 
     run(scenario)
