@@ -91,10 +91,17 @@ def test_a_tiny_real_podsched_run_gives_the_json_line(kafka, tmp_path: Path, con
     assert line["podsched_measured_by"] == [run["throughput_measured_by"]]
     assert run["throughput_measured_by"] in ("collector", "first sent to last bind") and run["throughput_avg"] > 0
     assert set(line["upstream"]) == {"latency_p50_ms", "cpu_ms_per_pod", "rss_mb"}
-    assert set(line["podsched"]) == {"latency_p50_ms", "submit_to_bound_p50_ms", "cpu_ms_per_pod", "rss_mb"}
+    assert set(line["podsched"]) == {
+        "latency_p50_ms",
+        "submit_to_bound_p50_ms",
+        "submit_to_bound_max_ms",
+        "cpu_ms_per_pod",
+        "rss_mb",
+    }
     assert line["podsched"]["cpu_ms_per_pod"] > 0 and line["podsched"]["rss_mb"] > 0
     # Both latencies measured: the attempts' P50 from the queue's histogram, and the whole wait.
     assert line["podsched"]["latency_p50_ms"] > 0 and line["podsched"]["submit_to_bound_p50_ms"] > 0
+    assert line["podsched"]["submit_to_bound_max_ms"] >= line["podsched"]["submit_to_bound_p50_ms"]
 
 
 def test_the_gang_workload_is_rendered_from_upstreams_config_and_template_files(configs: dict[str, list]) -> None:
