@@ -250,8 +250,7 @@ class AttemptTelemetry:
         if result != REQUEUED:
             profile = attempt.pod.spec.scheduler_name  # upstream's profile label: the pod's profile
             SCHEDULE_ATTEMPTS.labels(result, profile).inc()
-            ended = attempt.answered if attempt.answered is not None else self.clock.monotonic()
-            ATTEMPT_DURATION.labels(result, profile).observe(ended - attempt.began)
+            ATTEMPT_DURATION.labels(result, profile).observe(attempt.duration(self.clock.monotonic()))
 
 
 @contextlib.contextmanager

@@ -100,6 +100,11 @@ class Attempt:
     result: str = ""  # set when FINISHED
     answered: float | None = None
 
+    def duration(self, now: float) -> float:
+        """Seconds from the pop to the Bind's answer, or to `now` (an attempt that ended otherwise,
+        or whose answer's callback has not run yet though the loop took it this turn)."""
+        return (self.answered if self.answered is not None else now) - self.began
+
     def _move(self, allowed: set[AttemptState], to: AttemptState) -> None:
         if self.state not in allowed:
             raise PipelineError(f"attempt of {self.pod.name}: {self.state.value} -> {to.value} is not a transition")

@@ -653,6 +653,8 @@ class Scheduler:
         )
         call = asyncio.ensure_future(self.binder.bind(request))
 
+        # The attempts end when the answer comes (kube-scheduler's binding cycle), which the loop may
+        # take a FindNodes later with another Bind in flight.
         def answered(_: asyncio.Future[Any]) -> None:
             now = self.clock.monotonic()
             for attempt, _node in placed:
@@ -686,10 +688,6 @@ class Scheduler:
                 self._finish(attempt, ERROR)
             raise
         self.written.saw(bound.resource_version, bound.event_sequence)
-        now = self.clock.monotonic()  # answered in this turn of the loop if its callback has not run yet
-        for attempt, _ in pending.placed:
-            if attempt.answered is None:
-                attempt.answered = now
         all_bound = True
         for (attempt, node_name), result in zip(pending.placed, bound.results, strict=True):
             self.observer.bind_answered(attempt, node_name, result.bound)
