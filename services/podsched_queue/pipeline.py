@@ -49,7 +49,7 @@ from podsched_proto.filter.v1 import filter_pb2
 from podsched_proto.preemption.v1 import preemption_pb2
 
 # Binds in flight at once. With one, the loop waited for its answer after each FindNodes: a third
-# of SchedulingBasic's measured phase (1.6 of 5.0 s), 80-130 ms at a time when the binder's write
+# of a SchedulingBasic run's scheduling (1.6 of 5.0 s), 80-130 ms at a time when the binder's write
 # loop was busy with the creates. With two, the next batch is filtered with both assumed, and the
 # binder finds the next Bind queued when it is done with the last. A refused bind is then seen
 # when its answer comes, and what was decided meanwhile with it assumed stands, as in

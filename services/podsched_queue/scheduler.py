@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 LEFTOVER_FLUSH_INTERVAL = 30.0  # upstream flushes unschedulable pods older than 5 minutes every 30 s
 # Pods after a preemptor that one PostFilterRun may decide: at 128 (the default batch's rest), a
 # batch of fresh preemptors is one FindNodes and one PostFilterRun. Runs of 32 made it four of each,
-# and the three more round trips (a FindNodes of 15-20 ms whose first pod fits nowhere) were on the
+# and the three more round trips (a FindNodes of 15-30 ms whose first pod fits nowhere) were on the
 # burst's critical path: PreemptionBasic/1000Nodes latency p50 2266 -> 2123 ms, CPU 4.47 -> 4.25 ms
 # per preemptor (docs/performance.md). The binder still commits a batch's failures while the next
 # batch's run decides.
