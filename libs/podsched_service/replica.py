@@ -68,6 +68,7 @@ class Replica:
         events_tail: int | None = None,
         events_retention_seconds: float | None = None,
         defer_pending_pods: bool = False,
+        skip_updates_of_deleted_pods: bool = False,
     ) -> None:
         """`events_tail`: read only that many of the newest event records (the binder needs the next
         sequence and the recent events a repeat is matched against, not the whole retention window).
@@ -78,7 +79,15 @@ class Replica:
         held yet) undecoded until `apply_deferred`, which the owner calls before it reads the copy.
         For a replica that reads pending pods only when asked about them (the preemption service:
         most pods are scheduled by the filter and never reach it): a pod bound in the meantime is
-        decoded once, bound, and its pending records never."""
+        decoded once, bound, and its pending records never.
+
+        `skip_updates_of_deleted_pods`: an update of a bound pod whose deletion comes later in the
+        same fetch is not applied (a preempted victim's DisruptionTarget and deletionTimestamp, then
+        its removal, one transaction). For a copy whose owner reads it only between fetches and
+        reacts to no single change (the filter's, the preemption service's): the copy after the
+        fetch is the same, and so is what its RoomTracker says (the removal frees the node later).
+        Not for the queue's: its scheduling queue hears every change, as upstream's informers
+        deliver every watch event."""
         self.cluster = cluster
         self.objects_topic, self.events_topic = topics(prefix)
         self.reader = LogReader(bootstrap, [self.objects_topic])
@@ -101,6 +110,7 @@ class Replica:
         # (None: every record is applied as it arrives). Insertion order is log order: a newer
         # record of the same pod is moved to the end.
         self._deferred: dict[str, events_pb2.ObjectChange] | None = {} if defer_pending_pods else None
+        self.skip_updates_of_deleted_pods = skip_updates_of_deleted_pods
         self._progress = asyncio.Condition()
         self._tasks: list[asyncio.Task[None]] = []
         # Called after every batch of records is applied (e.g. to wake the scheduling loop).
@@ -185,12 +195,15 @@ class Replica:
                 continue
             traced = tracing_enabled()
             for partition, records in batches.items():
+                deleted_later = _NONE_DELETED
+                if self.skip_updates_of_deleted_pods and partition.topic == self.objects_topic:
+                    deleted_later = deleted_later_in(records)
                 for record in records:
                     if traced and record.headers:
                         with process_span(record):  # the handling (and the listeners it runs) joins the writer's trace
-                            self._apply(record)
+                            self._apply(record, deleted_later)
                     else:
-                        self._apply(record)
+                        self._apply(record, deleted_later)
                 self._records_applied[partition.topic].inc(len(records))
                 stable = consumer.last_stable_offset(partition)
                 if stable is not None:
@@ -203,7 +216,9 @@ class Replica:
             async with self._progress:
                 self._progress.notify_all()
 
-    def _apply(self, record: ConsumerRecord) -> None:
+    def _apply(self, record: ConsumerRecord, deleted_later: frozenset[int] | set[int] = frozenset()) -> None:
+        """Apply one record; `deleted_later`: the offsets of records whose object's deletion comes
+        later in the same fetch (see `skip_updates_of_deleted_pods`)."""
         if record.topic == self.objects_topic:
             if record.value is None:
                 return  # a tombstone: the DELETED record before it was the change
@@ -219,6 +234,9 @@ class Replica:
             if version <= self.version:
                 return  # already applied (cannot happen with transactions; cheap to guard)
             self.version = version
+            if record.offset in deleted_later and self._bound_pod_update(message):
+                self.cluster.restore_resource_version(version)
+                return
             if self._deferred is not None and self._defer(message):
                 self.cluster.restore_resource_version(version)
                 return
@@ -240,6 +258,14 @@ class Replica:
             return
         for listener in self.event_listeners:
             listener(event)
+
+    def _bound_pod_update(self, message: events_pb2.ObjectChange) -> bool:
+        """Whether the record updates a pod this copy holds bound: its node cannot change, and its
+        removal frees the node whatever the update said."""
+        if message.type != events_pb2.ObjectChange.MODIFIED or message.object.kind != KIND_POD:
+            return False
+        held = self.cluster.pods_by_uid.get(message.object.uid)
+        return held is not None and bool(held.spec.node_name)
 
     def _defer(self, message: events_pb2.ObjectChange) -> bool:
         """Keep a pending pod's record for later (True), or say the record is to be applied now: the
@@ -298,6 +324,23 @@ class Replica:
         await self.reader.stop()
         if self.events_reader is not None:
             await self.events_reader.stop()
+
+
+_NONE_DELETED: frozenset[int] = frozenset()
+
+
+def deleted_later_in(records: list[ConsumerRecord]) -> set[int]:
+    """The offsets of the objects topic's records followed, in `records`, by a tombstone of their
+    key: the object they change is deleted later in the fetch (the binder writes a tombstone right
+    after every DELETED record, in the same transaction). The DELETED records are among them."""
+    tombstoned: set[bytes] = set()
+    offsets: set[int] = set()
+    for record in reversed(records):
+        if record.value is None:
+            tombstoned.add(record.key)
+        elif record.key in tombstoned:
+            offsets.add(record.offset)
+    return offsets
 
 
 def _follow_ended(task: asyncio.Task[None]) -> None:

@@ -67,7 +67,16 @@ class ClusterCopy:
         )
         self.room = RoomTracker(lambda: self.cluster.resource_version)
         self.cluster.listeners.append(self.room.on_change)
-        self.replica = Replica(self.cluster, bootstrap, prefix, follow_events, defer_pending_pods=defer_pending_pods)
+        # Requests read the copy between fetches, and its listeners (the nominator, RoomTracker) end
+        # a fetch as they would have without a bound pod's update that its deletion follows.
+        self.replica = Replica(
+            self.cluster,
+            bootstrap,
+            prefix,
+            follow_events,
+            defer_pending_pods=defer_pending_pods,
+            skip_updates_of_deleted_pods=True,
+        )
 
     async def catch_up(
         self, min_resource_version: int, context: grpc.aio.ServicerContext, pods: Iterable[str] | None = None
