@@ -140,12 +140,22 @@ class InFlightEvents:
         if uid in self._start:
             self._own.setdefault(uid, []).append(event)
 
-    def end(self, uid: str) -> list[Event]:
-        """The events the pod missed since `begin` (empty if it was not in flight); it no longer is."""
-        return [event for event, _ in self.end_with_checks(uid)]
+    def end_if_missed(self, uid: str, matters: Callable[[Event], bool]) -> bool:
+        """Whether the pod missed, since `begin`, an event that `matters` (looked at in order, up to
+        the first that does: a failed pod's rejectors usually care about one of the first, and a
+        batch's pods each missed every change of the batches settled meanwhile); it is no longer
+        in flight."""
+        start = self._start.get(uid)
+        if start is None:
+            return False
+        missed = itertools.chain(itertools.islice(self._log, start - self._base, None), self._own.get(uid, ()))
+        found = any(matters(event) for event in missed)
+        self.forget(uid)
+        return found
 
     def end_with_checks(self, uid: str) -> list[tuple[Event, PreCheck | None]]:
-        """As `end`, each event with the preCheck it came with (None: every pod)."""
+        """The events the pod missed since `begin` (empty if it was not in flight), each with the
+        preCheck it came with (None: every pod); it is no longer in flight."""
         start = self._start.get(uid)
         if start is None:
             return []
@@ -728,12 +738,12 @@ class SchedulingQueue:
         info.timestamp = now
         info.stamp = next(self._stamps)
         info.last_failure_message = message
-        events = self._in_flight.end(uid)
         if error or not rejector_plugins:
             # upstream's AddUnschedulablePodIfNotPresent: no rejector plugin means the attempt
             # failed with an error (the scheduling framework clears a failed pod's plugins). It backs
             # off over its consecutive errors in entityErrorBackoffQ, which no event moves and an
             # idle queue never pops early (queueAfterBackoff: activeQ if its backoff has ended).
+            self._in_flight.forget(uid)
             info.consecutive_errors += 1
             info.unschedulable_plugins = set()
             self._requeue(info)
@@ -742,7 +752,9 @@ class SchedulingQueue:
             info.consecutive_errors = 0
             info.unschedulable_plugins = set(rejector_plugins)
             hints = self.queueing_hints
-            if any(plugin_cares(hints, p, e, info.pod_info) for e in events for p in rejector_plugins):
+            if self._in_flight.end_if_missed(
+                uid, lambda event: any(plugin_cares(hints, p, event, info.pod_info) for p in rejector_plugins)
+            ):
                 self._requeue(info)
             else:
                 info.unschedulable_since = now
