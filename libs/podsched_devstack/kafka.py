@@ -362,8 +362,13 @@ class KafkaBroker(ManagedProcess):
     # -- internals -------------------------------------------------------------------------------------
 
     def _broker_jvm_flags(self) -> list[str]:
-        # GC flags as in Kafka's kafka-run-class.sh; ExitOnOutOfMemoryError so a broken broker dies loudly
-        # instead of limping on and timing tests out.
+        # ExitOnOutOfMemoryError so a broken broker dies loudly instead of limping on and timing tests out.
+        #
+        # UseSerialGC, not kafka-run-class.sh's G1 (MaxGCPauseMillis=20, InitiatingHeapOccupancyPercent=35):
+        # about 150 MiB of the heap stays live, above G1's threshold, so G1 ran concurrent marking cycles
+        # through the runs, and in two PreemptionBasic/1000Nodes bursts of three they took 200-300 ms of
+        # the two cores (the broker's CPU per preemptor 0.37 -> 0.70 ms, the slowest preemptor 2.08 ->
+        # 2.18 s). The serial collector collected four times in a whole run (pauses of 14-33 ms).
         #
         # TieredStopAtLevel=1: compile with C1 only. This broker lives for minutes (a test run, a
         # benchmark) on cores it shares with the services, and C2 spends them compiling: during
@@ -374,10 +379,7 @@ class KafkaBroker(ManagedProcess):
         return [
             "-server",
             "-XX:TieredStopAtLevel=1",
-            "-XX:+UseG1GC",
-            "-XX:MaxGCPauseMillis=20",
-            "-XX:InitiatingHeapOccupancyPercent=35",
-            "-XX:+ExplicitGCInvokesConcurrent",
+            "-XX:+UseSerialGC",
             "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true",
             *self._jvm_opts,
