@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Container, Coroutine, Iterable
 
 from aiokafka import ConsumerRecord
 from prometheus_client import Counter, Gauge
@@ -195,7 +195,7 @@ class Replica:
                 continue
             traced = tracing_enabled()
             for partition, records in batches.items():
-                deleted_later = _NONE_DELETED
+                deleted_later: Container[int] = ()
                 if self.skip_updates_of_deleted_pods and partition.topic == self.objects_topic:
                     deleted_later = deleted_later_in(records)
                 for record in records:
@@ -216,7 +216,7 @@ class Replica:
             async with self._progress:
                 self._progress.notify_all()
 
-    def _apply(self, record: ConsumerRecord, deleted_later: frozenset[int] | set[int] = frozenset()) -> None:
+    def _apply(self, record: ConsumerRecord, deleted_later: Container[int] = ()) -> None:
         """Apply one record; `deleted_later`: the offsets of records whose object's deletion comes
         later in the same fetch (see `skip_updates_of_deleted_pods`)."""
         if record.topic == self.objects_topic:
@@ -324,9 +324,6 @@ class Replica:
         await self.reader.stop()
         if self.events_reader is not None:
             await self.events_reader.stop()
-
-
-_NONE_DELETED: frozenset[int] = frozenset()
 
 
 def deleted_later_in(records: list[ConsumerRecord]) -> set[int]:
