@@ -15,6 +15,7 @@ import yaml
 from scenarios.scenario import COMMON, Delete, Observed, Scenario, SeenEvent, disrupted_by_scheduler
 
 from live_api import Api
+from podsched.queue.scheduling_queue import SchedulingQueue
 from podsched_devstack.services import ServiceStack, scrape, value
 from podsched_proto.api.v1 import api_pb2
 
@@ -208,7 +209,11 @@ def busy_reason(
         attempts = sum(max(e.count, 1) for e in failed)
         last = max(max(_seconds(e.event_time), _seconds(e.last_time)) for e in failed)
         waits = min(scheduling.initial_backoff * 2 ** (attempts - 1), scheduling.max_backoff)
-        if now < last + waits:
+        # The queue counts a backoff in whole windows: it ends where the window after its expiry
+        # starts, up to a second after `last + waits`. Pods let go before that are still backing off
+        # in the queue, and a node added then finds some in backoffQ and some not (their order is
+        # then the windows', not activeQ's as in simulate).
+        if now < SchedulingQueue.backoff_window_end(last + waits):
             return f"pod {name} is backing off"
     return ""
 
