@@ -8,73 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from dataclasses import replace
 
 from aiokafka import ConsumerRecord
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from builders import make_node, make_pod
-from podsched.api.types import Pod
+from builders import make_pod
 from podsched.cluster.state import Cluster
 from podsched.cluster.store import ADDED, MODIFIED, REMOVED
 from podsched.queue.cluster_feed import nominator_feed
 from podsched.queue.nominator import Nominator
 from podsched.scheduler.room import RoomTracker
-from podsched_service.codec import change_message, object_key, to_json, topics
+from podsched_service.codec import topics
 from podsched_service.replica import Replica, deleted_later_in
+from replicas import LIFECYCLE_NODES, copy_state, lifecycle_records
 
 PREFIX = "skipped."
 OBJECTS_TOPIC = topics(PREFIX)[0]
-NODES = ("n1", "n2")
 ACTIONS = ("create", "nominate", "bind", "relabel", "terminate", "delete")
 
-steps = st.lists(st.tuples(st.integers(0, 2), st.sampled_from(ACTIONS), st.sampled_from(NODES)), max_size=40)
-
-
-def records(plan: list[tuple[int, str, str]]) -> list[ConsumerRecord]:
-    """The objects topic's records of two nodes and the pods' lifecycles `plan` describes, each
-    deletion followed by its tombstone as the binder writes them."""
-    changes: list[tuple[str, object]] = [(ADDED, make_node(name).capacity(cpu="4", pods=10).obj()) for name in NODES]
-    pods: dict[int, Pod] = {}
-    generation = 0
-    for index, action, node in plan:
-        pod = pods.get(index)
-        if pod is None:
-            if action != "create":
-                continue
-            generation += 1  # the same name, a new uid: a pod created again
-            pod = make_pod(f"p{index}").uid(f"uid-{index}-{generation}").req(cpu="100m").obj()
-            changes.append((ADDED, pod))
-        elif action == "delete":
-            changes.append((REMOVED, pod))
-            del pods[index]
-            continue
-        elif action == "nominate" and not pod.spec.node_name:
-            pod = replace(pod, status=replace(pod.status, nominated_node_name=node))
-            changes.append((MODIFIED, pod))
-        elif action == "bind" and not pod.spec.node_name:
-            pod = replace(pod, spec=replace(pod.spec, node_name=node), status=replace(pod.status, phase="Running"))
-            changes.append((MODIFIED, pod))
-        elif action == "relabel":
-            labels = {"generation": str(len(changes))}
-            pod = replace(pod, metadata=replace(pod.metadata, labels=labels))
-            changes.append((MODIFIED, pod))
-        elif action == "terminate" and pod.spec.node_name and pod.metadata.deletion_timestamp is None:
-            pod = replace(pod, metadata=replace(pod.metadata, deletion_timestamp=1000.0))
-            changes.append((MODIFIED, pod))
-        else:
-            continue
-        pods[index] = pod
-    out: list[ConsumerRecord] = []
-    for version, (change_type, obj) in enumerate(changes, start=1):
-        stamped = replace(obj, metadata=replace(obj.metadata, resource_version=version))  # type: ignore[type-var]
-        key = object_key(stamped)
-        value = change_message(change_type, stamped, "test", 1000.0).SerializeToString()
-        out.append(ConsumerRecord(OBJECTS_TOPIC, 0, len(out), 0, 0, key, value, None, 0, len(value), []))
-        if change_type == REMOVED:
-            out.append(ConsumerRecord(OBJECTS_TOPIC, 0, len(out), 0, 0, key, None, None, 0, -1, []))
-    return out
+steps = st.lists(st.tuples(st.integers(0, 2), st.sampled_from(ACTIONS), st.sampled_from(LIFECYCLE_NODES)), max_size=40)
 
 
 def fetches(batch: list[ConsumerRecord], cuts: list[int]) -> list[list[ConsumerRecord]]:
@@ -108,16 +61,10 @@ def follow(batch: list[ConsumerRecord], cuts: list[int], skip: bool) -> list[dic
 def state(
     cluster: Cluster, nominator: Nominator, replica: Replica, room: RoomTracker, versions: int
 ) -> dict[str, object]:
+    """The copy's state, and RoomTracker's answer for a pod that fit nowhere at each version."""
     probe = make_pod("probe").req(cpu="100m").obj()
-    snapshot = cluster.snapshot()
     return {
-        "pods": {uid: to_json(pod) for uid, pod in sorted(cluster.pods_by_uid.items())},
-        "by_key": sorted(cluster.store.pods),
-        "on_nodes": {
-            name: sorted(info.pod.uid for info in node.pods) if (node := snapshot.get(name)) else None for name in NODES
-        },
-        "nominated": sorted((node, info.pod.uid) for node, infos in nominator.items() for info in infos),
-        "version": (cluster.resource_version, replica.version),
+        **copy_state(cluster, nominator, replica),
         "may_fit_since": [room.may_fit_since(probe, version) for version in range(versions + 1)],
     }
 
@@ -127,7 +74,7 @@ def state(
 def test_skipping_updates_of_pods_deleted_later_in_the_fetch_ends_each_fetch_the_same(
     plan: list[tuple[int, str, str]], cuts: list[int]
 ) -> None:
-    batch = records(plan)
+    batch = lifecycle_records(plan, OBJECTS_TOPIC)
     assert follow(batch, cuts, skip=True) == follow(batch, cuts, skip=False)
 
 
@@ -135,7 +82,7 @@ def test_a_victims_termination_and_removal_in_one_fetch_is_one_change() -> None:
     """A preempted victim: bound, then terminated and removed in one transaction. The copy hears
     its removal only; its termination is never decoded."""
     plan = [(0, "create", "n1"), (0, "bind", "n1"), (0, "terminate", "n1"), (0, "delete", "n1")]
-    batch = records(plan)
+    batch = lifecycle_records(plan, OBJECTS_TOPIC)
     bound_at = 4  # the nodes' two records, the pod's creation and its binding come first
 
     async def heard(skip: bool) -> list[str]:
