@@ -20,9 +20,7 @@ from podsched.queue.nominator import Nominator
 from podsched_service.codec import change_message, change_record, decode_change, object_key, to_json
 from podsched_service.replica import Replica
 
-# The two nodes of `lifecycle_records`, and what a step of a plan can do to its pod.
-LIFECYCLE_NODES = ("n1", "n2")
-LIFECYCLE_ACTIONS = ("create", "fail", "nominate", "clear", "bind", "relabel", "terminate", "delete")
+LIFECYCLE_NODES = ("n1", "n2")  # the nodes of `lifecycle_records`
 
 
 def replica(
@@ -74,8 +72,8 @@ def live_pod_objects() -> int:
 
 def lifecycle_records(plan: list[tuple[int, str, str]], topic: str) -> list[ConsumerRecord]:
     """The objects topic's records of LIFECYCLE_NODES and of the pod lifecycles `plan` describes: each
-    step (pod index, one of LIFECYCLE_ACTIONS, a node) changes that pod where the action applies to it
-    (create: a pod not there, again under the same name with a new uid after a delete; fail, nominate,
+    step (pod index, action, a node) changes that pod where the action applies to it (create: a pod
+    not there, again under the same name with a new uid after a delete; fail, nominate,
     clear and bind: a pending pod; relabel: any pod; terminate: a bound pod not terminating yet) and is
     skipped elsewhere. Each deletion is followed by its tombstone, as the binder writes them; the
     changes' resource versions are 1, 2, ..."""
